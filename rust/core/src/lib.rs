@@ -1,0 +1,11 @@
+//! fastagg-core: the sans-IO streaming core of fastagg.
+//!
+//! Bytes of a Gemini `streamGenerateContent` body go in (`sse`: framing),
+//! event payloads are parsed and folded into the aggregated model turn
+//! (`aggregate`, with `json_path` for streamed function-call arguments).
+//! Nothing here knows about Python; `rust/python` only translates.
+
+pub mod aggregate;
+pub mod error;
+pub mod json_path;
+pub mod sse;
