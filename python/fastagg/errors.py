@@ -39,3 +39,55 @@ class MalformedStreamError(FastaggError, ValueError):
 
 class AggregatorClosed(FastaggError, RuntimeError):
     """``feed*()`` was called after ``close()``."""
+
+
+class ProviderError(FastaggError):
+    """The model service failed (HTTP error, error inside a 200 stream, dropped
+    connection, or a step that kept ending without a finish reason).
+
+    ``status`` is the HTTP status (None when there was none), ``code`` the
+    google.rpc status string (``"RESOURCE_EXHAUSTED"``, ``"INTERNAL"`` …) or
+    another short code, ``retryable`` whether trying again can help,
+    ``retry_after`` the delay the service asked for in seconds (``Retry-After``
+    or ``RetryInfo.retryDelay``), ``kind`` one of ``"http"``, ``"in-stream"``,
+    ``"connection"``, ``"no-finish-reason"``, ``"malformed"``, ``"timeout"``;
+    ``body`` the error object as received, when there was one.
+    """
+
+    def __init__(
+        self,
+        status: int | None,
+        code: str | None,
+        message: str,
+        retryable: bool,
+        retry_after: float | None = None,
+        *,
+        kind: str = "http",
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.kind = kind
+        self.body = body
+
+    def __repr__(self) -> str:
+        return (
+            f"ProviderError(status={self.status!r}, code={self.code!r}, "
+            f"message={self.message!r}, retryable={self.retryable!r}, "
+            f"retry_after={self.retry_after!r}, kind={self.kind!r})"
+        )
+
+
+class InvalidRequestError(FastaggError, ValueError):
+    """A request would be rejected by the service (turn-loop.md L2); it was not sent.
+
+    ``where`` names the offending place, e.g. ``"contents[3].parts[0]"``.
+    """
+
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where

@@ -1,0 +1,28 @@
+"""Shared fixtures: both aggregator implementations and the conformance file."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+SCENARIOS = SHARED / "conformance" / "scenarios.json"
+
+IMPLS = {"rust": "fastagg._fastagg", "reference": "fastagg.reference"}
+
+
+@pytest.fixture(params=sorted(IMPLS))
+def impl(request: pytest.FixtureRequest) -> ModuleType:
+    """The module of one aggregator implementation (Rust core or pure-Python twin)."""
+    return importlib.import_module(IMPLS[request.param])
+
+
+def load_scenarios() -> list[dict[str, Any]]:
+    with SCENARIOS.open("rb") as fh:
+        return json.load(fh)
