@@ -1,0 +1,1482 @@
+//! The aggregation state machine: event payloads -> the aggregated model turn
+//! (aggregation.md E, P, C rules; addendum E7-E9, P7-P9, C8-C12, D1-D3).
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
+
+use crate::error::MalformedStream;
+use crate::json_path::{self, PathError, Segment, Write};
+use crate::sse::{BodyFramer, Frame};
+
+/// orjson's nesting limit, which both implementations share (F10).
+const MAX_JSON_DEPTH: usize = 1024;
+/// Candidate indices must be below this (E7).
+const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub deltas: bool,
+    pub strict: bool,
+    pub max_event_bytes: usize,
+    pub max_array_index: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            deltas: true,
+            strict: true,
+            max_event_bytes: 64 * 1024 * 1024,
+            max_array_index: 10_000,
+        }
+    }
+}
+
+/// What `feed()` reports for live display (aggregation.md "Deltas").
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta {
+    Text {
+        candidate: u32,
+        index: usize,
+        text: String,
+        thought: bool,
+    },
+    CallStart {
+        candidate: u32,
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+    },
+    Arg {
+        candidate: u32,
+        index: usize,
+        json_path: String,
+        value: Value,
+    },
+    CallEnd {
+        candidate: u32,
+        index: usize,
+        call: Value,
+    },
+    Finish {
+        candidate: u32,
+        reason: String,
+    },
+    StreamError {
+        error: Value,
+    },
+}
+
+/// `feed*()` after `close()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// One candidate of the result (api.md `Candidate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateResult {
+    pub index: u32,
+    pub parts: Vec<Value>,
+    pub text: String,
+    pub thought_text: String,
+    pub function_calls: Vec<Value>,
+    pub finish_reason: Option<String>,
+    pub finish_message: Option<String>,
+    pub metadata: Map<String, Value>,
+}
+
+/// The aggregate (api.md `AggregatedResponse`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Response {
+    pub candidates: Vec<CandidateResult>,
+    pub usage: Option<Value>,
+    pub model_version: Option<Value>,
+    pub response_id: Option<Value>,
+    pub create_time: Option<Value>,
+    pub prompt_feedback: Option<Value>,
+    pub error: Option<Value>,
+    pub complete: bool,
+    pub truncated: bool,
+    pub warnings: Vec<String>,
+}
+
+impl Response {
+    /// Candidate 0, which the flat accessors describe (E4).
+    #[must_use]
+    pub fn first(&self) -> Option<&CandidateResult> {
+        self.candidates.iter().find(|c| c.index == 0)
+    }
+
+    /// A GenerateContentResponse-shaped value (D2).
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        let candidates = self
+            .candidates
+            .iter()
+            .map(CandidateResult::to_value)
+            .collect();
+        out.insert("candidates".into(), Value::Array(candidates));
+        if let Some(u) = &self.usage {
+            out.insert("usageMetadata".into(), u.clone());
+        }
+        for (key, value) in [
+            ("modelVersion", &self.model_version),
+            ("responseId", &self.response_id),
+            ("createTime", &self.create_time),
+            ("promptFeedback", &self.prompt_feedback),
+            ("error", &self.error),
+        ] {
+            if let Some(v) = value {
+                out.insert(key.into(), v.clone());
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+impl CandidateResult {
+    #[must_use]
+    pub fn content(&self) -> Value {
+        content_value(self.parts.clone())
+    }
+
+    fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("content".into(), self.content());
+        if let Some(r) = &self.finish_reason {
+            out.insert("finishReason".into(), Value::String(r.clone()));
+        }
+        if let Some(m) = &self.finish_message {
+            out.insert("finishMessage".into(), Value::String(m.clone()));
+        }
+        for (k, v) in &self.metadata {
+            out.insert(k.clone(), v.clone());
+        }
+        out.insert("index".into(), Value::from(self.index));
+        Value::Object(out)
+    }
+}
+
+/// `{"role": "model", "parts": parts}`.
+#[must_use]
+pub fn content_value(parts: Vec<Value>) -> Value {
+    let mut content = Map::new();
+    content.insert("role".into(), Value::String("model".into()));
+    content.insert("parts".into(), Value::Array(parts));
+    Value::Object(content)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PartKind {
+    /// A P3 part: string `text` plus other keys.
+    Text { thought: bool },
+    /// A complete function-call part (C1).
+    Call,
+    /// Every other kept part (P4).
+    Other,
+}
+
+#[derive(Debug, Clone)]
+enum Slot {
+    /// A merged run of plain text parts (P1).
+    Run { text: String, thought: bool },
+    /// A part kept byte-exact (P3, P4, complete calls).
+    Kept {
+        part: Map<String, Value>,
+        kind: PartKind,
+    },
+    /// A streamed call, by its index in `CandidateState::calls` (C3).
+    Streamed(usize),
+}
+
+#[derive(Debug, Clone)]
+struct StreamedCall {
+    id: Option<String>,
+    name: Option<String>,
+    args: Map<String, Value>,
+    signature: Option<Value>,
+    open: bool,
+    /// Value of the aggregator's clock at the last chunk routed here (C10).
+    touched: u64,
+    slot: usize,
+}
+
+impl StreamedCall {
+    fn call_value(&self) -> Value {
+        call_dict(
+            self.id.clone(),
+            self.name.clone(),
+            Value::Object(self.args.clone()),
+        )
+    }
+
+    fn part(&self) -> Option<Value> {
+        let name = self.name.as_ref()?;
+        let mut fc = Map::new();
+        if let Some(id) = &self.id {
+            fc.insert("id".into(), Value::String(id.clone()));
+        }
+        fc.insert("name".into(), Value::String(name.clone()));
+        fc.insert("args".into(), Value::Object(self.args.clone()));
+        let mut part = Map::new();
+        part.insert("functionCall".into(), Value::Object(fc));
+        if let Some(sig) = &self.signature {
+            part.insert("thoughtSignature".into(), sig.clone());
+        }
+        Some(Value::Object(part))
+    }
+}
+
+fn call_dict(id: Option<String>, name: Option<String>, args: Value) -> Value {
+    let mut call = Map::new();
+    call.insert("id".into(), id.map_or(Value::Null, Value::String));
+    call.insert("name".into(), name.map_or(Value::Null, Value::String));
+    call.insert("args".into(), args);
+    Value::Object(call)
+}
+
+#[derive(Debug, Clone)]
+struct CandidateState {
+    index: u32,
+    slots: Vec<Slot>,
+    /// The slot of the text run that the next plain text part may extend.
+    run: Option<usize>,
+    calls: Vec<StreamedCall>,
+    finish_reason: Option<String>,
+    finish_message: Option<String>,
+    metadata: Map<String, Value>,
+}
+
+impl CandidateState {
+    fn new(index: u32) -> Self {
+        Self {
+            index,
+            slots: Vec::new(),
+            run: None,
+            calls: Vec::new(),
+            finish_reason: None,
+            finish_message: None,
+            metadata: Map::new(),
+        }
+    }
+
+    fn render(&self) -> CandidateResult {
+        let mut out = CandidateResult {
+            index: self.index,
+            parts: Vec::with_capacity(self.slots.len()),
+            text: String::new(),
+            thought_text: String::new(),
+            function_calls: Vec::new(),
+            finish_reason: self.finish_reason.clone(),
+            finish_message: self.finish_message.clone(),
+            metadata: self.metadata.clone(),
+        };
+        for slot in &self.slots {
+            match slot {
+                Slot::Run { text, thought } => {
+                    let mut part = Map::new();
+                    part.insert("text".into(), Value::String(text.clone()));
+                    if *thought {
+                        part.insert("thought".into(), Value::Bool(true));
+                    }
+                    out.parts.push(Value::Object(part));
+                    push_text(&mut out, text, *thought);
+                }
+                Slot::Kept { part, kind } => {
+                    match kind {
+                        PartKind::Text { thought } => {
+                            if let Some(Value::String(text)) = part.get("text") {
+                                push_text(&mut out, text, *thought);
+                            }
+                        }
+                        PartKind::Call => {
+                            if let Some(Value::Object(fc)) = part.get("functionCall") {
+                                out.function_calls.push(complete_call_dict(fc));
+                            }
+                        }
+                        PartKind::Other => {}
+                    }
+                    out.parts.push(Value::Object(part.clone()));
+                }
+                Slot::Streamed(k) => {
+                    if let Some(call) = self.calls.get(*k) {
+                        if let Some(part) = call.part() {
+                            out.parts.push(part);
+                            out.function_calls.push(call.call_value());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
+    if thought {
+        out.thought_text.push_str(text);
+    } else {
+        out.text.push_str(text);
+    }
+}
+
+/// C11: `{"id", "name", "args"}` of a complete call part.
+fn complete_call_dict(fc: &Map<String, Value>) -> Value {
+    let string = |key: &str| match fc.get(key) {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let args = match fc.get("args") {
+        Some(v @ Value::Object(_)) => v.clone(),
+        _ => Value::Object(Map::new()),
+    };
+    call_dict(string("id"), string("name"), args)
+}
+
+/// Everything but the framer, so a frame callback can borrow it mutably.
+#[derive(Debug)]
+struct State {
+    opts: Options,
+    candidates: Vec<CandidateState>,
+    usage: Option<Map<String, Value>>,
+    model_version: Option<Value>,
+    response_id: Option<Value>,
+    create_time: Option<Value>,
+    prompt_feedback: Option<Value>,
+    error: Option<Value>,
+    warnings: Vec<String>,
+    truncated: bool,
+    events_seen: u64,
+    bytes_seen: u64,
+    clock: u64,
+}
+
+/// The streaming aggregator: feed body bytes, get deltas, close for the result.
+pub struct Aggregator {
+    framer: BodyFramer,
+    state: State,
+    closed: Option<Arc<Response>>,
+}
+
+impl Aggregator {
+    #[must_use]
+    pub fn new(opts: Options) -> Self {
+        Self {
+            framer: BodyFramer::new(opts.max_event_bytes),
+            state: State {
+                opts,
+                candidates: Vec::new(),
+                usage: None,
+                model_version: None,
+                response_id: None,
+                create_time: None,
+                prompt_feedback: None,
+                error: None,
+                warnings: Vec::new(),
+                truncated: false,
+                events_seen: 0,
+                bytes_seen: 0,
+                clock: 0,
+            },
+            closed: None,
+        }
+    }
+
+    #[must_use]
+    pub fn events_seen(&self) -> u64 {
+        self.state.events_seen
+    }
+
+    #[must_use]
+    pub fn bytes_seen(&self) -> u64 {
+        self.state.bytes_seen
+    }
+
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    /// Feeds raw body bytes (any split). Deltas go to `deltas`; the returned
+    /// list holds the payloads that were skipped as malformed (F8, F10),
+    /// empty with `strict = false` (they become warnings).
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Vec<MalformedStream>, Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        let mut errors = Vec::new();
+        let state = &mut self.state;
+        self.framer.feed(data, &mut |frame| {
+            state.on_frame(frame, deltas, &mut errors)
+        });
+        state.bytes_seen += data.len() as u64;
+        Ok(errors)
+    }
+
+    /// Feeds one complete payload (`feed_event`, D3).
+    pub fn feed_event(
+        &mut self,
+        payload: &[u8],
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Vec<MalformedStream>, Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        let mut errors = Vec::new();
+        let offset = self.state.bytes_seen;
+        self.state.bytes_seen += payload.len() as u64;
+        if payload.len() > self.state.opts.max_event_bytes {
+            let index = self.state.next_event_index();
+            let err = MalformedStream::too_large(offset, index, self.state.opts.max_event_bytes);
+            self.state.report(err, &mut errors);
+        } else {
+            self.state.on_payload(offset, payload, deltas, &mut errors);
+        }
+        Ok(errors)
+    }
+
+    /// Feeds one already parsed payload (`feed_chunk`, D3).
+    pub fn feed_value(
+        &mut self,
+        payload: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<(), Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        let index = self.state.next_event_index();
+        self.state.apply_event(index, payload, deltas);
+        Ok(())
+    }
+
+    /// The current state rendered, without changing it.
+    #[must_use]
+    pub fn snapshot(&self) -> Response {
+        match &self.closed {
+            Some(done) => (**done).clone(),
+            None => self.state.render(),
+        }
+    }
+
+    /// Ends the stream (F6, F14, C12) and returns the result; idempotent (D3).
+    pub fn close(&mut self) -> Arc<Response> {
+        if let Some(done) = &self.closed {
+            return Arc::clone(done);
+        }
+        let mut deltas = Vec::new();
+        let mut errors = Vec::new();
+        let state = &mut self.state;
+        self.framer
+            .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
+        if state.bytes_seen > 0 && state.events_seen == 0 {
+            state.warnings.push(format!(
+                "F2: no event was found in {} bytes of body (expected a \
+                 streamGenerateContent?alt=sse response)",
+                state.bytes_seen
+            ));
+        }
+        state.close_open_calls(&mut deltas);
+        let done = Arc::new(state.render());
+        self.closed = Some(Arc::clone(&done));
+        done
+    }
+}
+
+impl State {
+    fn next_event_index(&mut self) -> u64 {
+        let index = self.events_seen;
+        self.events_seen += 1;
+        index
+    }
+
+    fn warn(&mut self, text: String) {
+        self.warnings.push(text);
+    }
+
+    fn report(&mut self, err: MalformedStream, errors: &mut Vec<MalformedStream>) {
+        if self.opts.strict {
+            errors.push(err);
+        } else {
+            self.warnings.push(format!("F8: {}", err.message));
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: Frame<'_>,
+        deltas: &mut Vec<Delta>,
+        errors: &mut Vec<MalformedStream>,
+    ) {
+        match frame {
+            Frame::Payload { offset, data } => self.on_payload(offset, data, deltas, errors),
+            Frame::TooLarge { offset } => {
+                let index = self.next_event_index();
+                let err = MalformedStream::too_large(offset, index, self.opts.max_event_bytes);
+                self.report(err, errors);
+            }
+            Frame::Warning(text) => self.warn(text),
+            Frame::Unterminated { offset, data } => {
+                match std::str::from_utf8(data).ok().and_then(parse_json) {
+                    Some(Value::Object(map)) => {
+                        self.warn(format!(
+                            "F6: the stream ended inside an unterminated event at byte {offset}; \
+                             it was complete JSON and was processed"
+                        ));
+                        let index = self.next_event_index();
+                        self.apply_event(index, map, deltas);
+                    }
+                    _ => self.drop_incomplete(offset),
+                }
+            }
+            Frame::Incomplete { offset } => self.drop_incomplete(offset),
+        }
+    }
+
+    fn drop_incomplete(&mut self, offset: u64) {
+        self.truncated = true;
+        self.warn(format!(
+            "F6: the stream ended inside an incomplete event at byte {offset}; it was dropped \
+             and the result is marked truncated"
+        ));
+    }
+
+    /// F8/F10: UTF-8, then JSON, then "is an object".
+    fn on_payload(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        deltas: &mut Vec<Delta>,
+        errors: &mut Vec<MalformedStream>,
+    ) {
+        let index = self.next_event_index();
+        let Ok(text) = std::str::from_utf8(data) else {
+            self.report(MalformedStream::invalid_utf8(offset, index), errors);
+            return;
+        };
+        match parse_json(text) {
+            Some(Value::Object(map)) => self.apply_event(index, map, deltas),
+            Some(_) => self.report(MalformedStream::not_an_object(offset, index), errors),
+            None => self.report(MalformedStream::invalid_json(offset, index), errors),
+        }
+    }
+
+    fn apply_event(
+        &mut self,
+        event: u64,
+        mut payload: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        if let Some(error) = payload.get("error") {
+            if !error.is_null() {
+                // E1, E8: recorded verbatim, the payload contributes nothing else.
+                self.error = Some(error.clone());
+                if self.opts.deltas {
+                    deltas.push(Delta::StreamError {
+                        error: error.clone(),
+                    });
+                }
+                return;
+            }
+        }
+        match payload.shift_remove("candidates") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (j, candidate) in items.into_iter().enumerate() {
+                    self.apply_candidate(event, j, candidate, deltas);
+                }
+            }
+            Some(_) => self.warn(shape(event, "candidates", "a list")),
+        }
+        match payload.shift_remove("usageMetadata") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(fields)) => {
+                // E3: running totals, merged field by field.
+                let usage = self.usage.get_or_insert_with(Map::new);
+                for (k, v) in fields {
+                    if !v.is_null() {
+                        usage.insert(k, v);
+                    }
+                }
+            }
+            Some(_) => self.warn(shape(event, "usageMetadata", "an object")),
+        }
+        for (key, field) in [
+            ("modelVersion", &mut self.model_version),
+            ("responseId", &mut self.response_id),
+            ("createTime", &mut self.create_time),
+            ("promptFeedback", &mut self.prompt_feedback),
+        ] {
+            if let Some(v) = payload.shift_remove(key) {
+                if !v.is_null() {
+                    *field = Some(v);
+                }
+            }
+        }
+    }
+
+    fn candidate_position(&mut self, index: u32) -> usize {
+        match self.candidates.binary_search_by_key(&index, |c| c.index) {
+            Ok(pos) => pos,
+            Err(pos) => {
+                self.candidates.insert(pos, CandidateState::new(index));
+                pos
+            }
+        }
+    }
+
+    fn apply_candidate(&mut self, event: u64, j: usize, candidate: Value, deltas: &mut Vec<Delta>) {
+        let Value::Object(mut cand) = candidate else {
+            self.warn(shape(event, &format!("candidates[{j}]"), "an object"));
+            return;
+        };
+        let index = match cand.shift_remove("index") {
+            None | Some(Value::Null) => 0,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|i| i < MAX_CANDIDATE_INDEX) => {
+                u32::try_from(n.as_u64().unwrap_or(0)).unwrap_or(0)
+            }
+            Some(_) => {
+                self.warn(shape(
+                    event,
+                    &format!("candidates[{j}].index"),
+                    "a non-negative integer below 2^31",
+                ));
+                return;
+            }
+        };
+        let pos = self.candidate_position(index);
+        match cand.shift_remove("content") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(mut content)) => match content.shift_remove("parts") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(parts)) => {
+                    for (p, part) in parts.into_iter().enumerate() {
+                        self.apply_part(event, j, p, pos, part, deltas);
+                    }
+                }
+                Some(_) => {
+                    self.warn(shape(
+                        event,
+                        &format!("candidates[{j}].content.parts"),
+                        "a list",
+                    ));
+                }
+            },
+            Some(_) => self.warn(shape(
+                event,
+                &format!("candidates[{j}].content"),
+                "an object",
+            )),
+        }
+        if let Some(Value::String(reason)) = cand.shift_remove("finishReason") {
+            if !reason.is_empty() {
+                if self.opts.deltas {
+                    deltas.push(Delta::Finish {
+                        candidate: index,
+                        reason: reason.clone(),
+                    });
+                }
+                self.candidates[pos].finish_reason = Some(reason);
+            }
+        }
+        if let Some(Value::String(message)) = cand.shift_remove("finishMessage") {
+            if !message.is_empty() {
+                self.candidates[pos].finish_message = Some(message);
+            }
+        }
+        for (key, value) in cand {
+            if value.is_null() {
+                continue;
+            }
+            if key == "citationMetadata" {
+                match value {
+                    Value::Object(citations) => {
+                        let meta = &mut self.candidates[pos].metadata;
+                        merge_citations(meta, citations);
+                    }
+                    _ => self.warn(shape(
+                        event,
+                        &format!("candidates[{j}].citationMetadata"),
+                        "an object",
+                    )),
+                }
+            } else {
+                // E5: last non-null wins, first-arrival position kept.
+                self.candidates[pos].metadata.insert(key, value);
+            }
+        }
+    }
+
+    fn apply_part(
+        &mut self,
+        event: u64,
+        j: usize,
+        p: usize,
+        pos: usize,
+        part: Value,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Value::Object(mut part) = part else {
+            self.warn(shape(
+                event,
+                &format!("candidates[{j}].content.parts[{p}]"),
+                "an object",
+            ));
+            return;
+        };
+        if part.is_empty() {
+            return; // P6
+        }
+        let want_deltas = self.opts.deltas;
+        if matches!(part.get("functionCall"), Some(Value::Object(_))) {
+            self.apply_call_part(event, j, p, pos, part, deltas);
+            return;
+        }
+        let cand = &mut self.candidates[pos];
+        let index = cand.index;
+        let kind = match part.get("text") {
+            Some(Value::String(_)) if part.contains_key("functionCall") => PartKind::Other,
+            Some(Value::String(_)) => {
+                let plain = match part.len() {
+                    1 => true,
+                    2 => matches!(part.get("thought"), Some(Value::Bool(_))),
+                    _ => false,
+                };
+                let thought = matches!(part.get("thought"), Some(Value::Bool(true)));
+                if plain {
+                    if let Some(Value::String(text)) = part.swap_remove("text") {
+                        cand.append_text(text, thought, want_deltas, deltas);
+                    }
+                    return;
+                }
+                PartKind::Text { thought }
+            }
+            _ => PartKind::Other,
+        };
+        cand.run = None;
+        let slot = cand.slots.len();
+        if let (true, PartKind::Text { thought }) = (want_deltas, kind) {
+            if let Some(Value::String(text)) = part.get("text") {
+                if !text.is_empty() {
+                    deltas.push(Delta::Text {
+                        candidate: index,
+                        index: slot,
+                        text: text.clone(),
+                        thought,
+                    });
+                }
+            }
+        }
+        cand.slots.push(Slot::Kept { part, kind });
+    }
+
+    fn apply_call_part(
+        &mut self,
+        event: u64,
+        j: usize,
+        p: usize,
+        pos: usize,
+        mut part: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Some(Value::Object(fc)) = part.get("functionCall") else {
+            return;
+        };
+        let streamed = match fc.get("partialArgs") {
+            None | Some(Value::Null) => false,
+            Some(Value::Array(items)) => !items.is_empty(),
+            Some(_) => true,
+        } || fc.contains_key("willContinue")
+            || (!fc.contains_key("name") && !fc.contains_key("args"));
+        let want_deltas = self.opts.deltas;
+        if !streamed {
+            let call = complete_call_dict(fc);
+            let cand = &mut self.candidates[pos];
+            cand.run = None;
+            let slot = cand.slots.len();
+            if want_deltas {
+                let (id, name) = id_and_name(&call);
+                deltas.push(Delta::CallStart {
+                    candidate: cand.index,
+                    index: slot,
+                    id,
+                    name,
+                });
+                deltas.push(Delta::CallEnd {
+                    candidate: cand.index,
+                    index: slot,
+                    call,
+                });
+            }
+            cand.slots.push(Slot::Kept {
+                part,
+                kind: PartKind::Call,
+            });
+            return;
+        }
+        let signature = part
+            .shift_remove("thoughtSignature")
+            .filter(|v| !v.is_null());
+        let Some(Value::Object(mut fc)) = part.shift_remove("functionCall") else {
+            return;
+        };
+        let partial_args = match fc.shift_remove("partialArgs") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items,
+            Some(_) => {
+                self.warn(shape(
+                    event,
+                    &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs"),
+                    "a list",
+                ));
+                Vec::new()
+            }
+        };
+        let id = string_field(&fc, "id");
+        let name = string_field(&fc, "name");
+        let max_index = self.opts.max_array_index;
+        self.clock += 1;
+        let clock = self.clock;
+        let cand = &mut self.candidates[pos];
+        let candidate = cand.index;
+        let Some(k) = cand.route(id.as_deref(), name.is_some(), &partial_args, max_index) else {
+            return; // C2.4: an end marker with no open call
+        };
+        let k = match k {
+            Route::Existing(k) => k,
+            Route::New => {
+                cand.run = None;
+                let slot = cand.slots.len();
+                let k = cand.calls.len();
+                cand.slots.push(Slot::Streamed(k));
+                cand.calls.push(StreamedCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: Map::new(),
+                    signature: None,
+                    open: true,
+                    touched: clock,
+                    slot,
+                });
+                if want_deltas {
+                    deltas.push(Delta::CallStart {
+                        candidate,
+                        index: slot,
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
+                }
+                k
+            }
+        };
+        let mut warnings = Vec::new();
+        let call = &mut cand.calls[k];
+        call.touched = clock;
+        let slot = call.slot;
+        if let Some(name) = name {
+            match &call.name {
+                None => call.name = Some(name),
+                Some(old) if *old != name => warnings.push(format!(
+                    "C2: candidate {candidate}, part {slot}: a later chunk named the call {} but \
+                     it is named {}; the first name was kept",
+                    q(&name),
+                    q(old)
+                )),
+                Some(_) => {}
+            }
+        }
+        if let Some(sig) = signature {
+            match &call.signature {
+                None => call.signature = Some(sig),
+                Some(old) if *old != sig => warnings.push(format!(
+                    "C6: candidate {candidate}, part {slot}: a later chunk carried a different \
+                     thoughtSignature; the first one was kept"
+                )),
+                Some(_) => {}
+            }
+        }
+        if let Some(Value::Object(args)) = fc.shift_remove("args") {
+            for (key, value) in args {
+                call.args.insert(key, value);
+            }
+        }
+        for (m, arg) in partial_args.into_iter().enumerate() {
+            let Value::Object(arg) = arg else {
+                warnings.push(shape(
+                    event,
+                    &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs[{m}]"),
+                    "an object",
+                ));
+                continue;
+            };
+            match apply_partial_arg(&mut call.args, &arg, max_index) {
+                Ok(None) => {}
+                Ok(Some((json_path, value))) => {
+                    if want_deltas {
+                        deltas.push(Delta::Arg {
+                            candidate,
+                            index: slot,
+                            json_path,
+                            value,
+                        });
+                    }
+                }
+                Err(reason) => warnings.push(format!(
+                    "C5: candidate {candidate}, part {slot}: partial arg at {} skipped: {reason}",
+                    path_repr(arg.get("jsonPath"))
+                )),
+            }
+        }
+        let keeps_open = matches!(fc.get("willContinue"), Some(Value::Bool(true)));
+        if !keeps_open {
+            close_call(candidate, call, want_deltas, deltas, &mut warnings);
+        }
+        self.warnings.append(&mut warnings);
+    }
+
+    fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
+        let want_deltas = self.opts.deltas;
+        let mut warnings = Vec::new();
+        for cand in &mut self.candidates {
+            let candidate = cand.index;
+            for call in cand.calls.iter_mut().filter(|c| c.open) {
+                close_call(candidate, call, want_deltas, deltas, &mut warnings);
+            }
+        }
+        self.warnings.append(&mut warnings);
+    }
+
+    fn render(&self) -> Response {
+        let candidates: Vec<CandidateResult> =
+            self.candidates.iter().map(CandidateState::render).collect();
+        let complete = self.error.is_none()
+            && candidates
+                .iter()
+                .any(|c| c.index == 0 && c.finish_reason.is_some());
+        Response {
+            candidates,
+            usage: self.usage.clone().map(Value::Object),
+            model_version: self.model_version.clone(),
+            response_id: self.response_id.clone(),
+            create_time: self.create_time.clone(),
+            prompt_feedback: self.prompt_feedback.clone(),
+            error: self.error.clone(),
+            complete,
+            truncated: self.truncated,
+            warnings: self.warnings.clone(),
+        }
+    }
+}
+
+enum Route {
+    Existing(usize),
+    New,
+}
+
+impl CandidateState {
+    fn append_text(
+        &mut self,
+        text: String,
+        thought: bool,
+        want_deltas: bool,
+        deltas: &mut Vec<Delta>,
+    ) {
+        if text.is_empty() {
+            return; // P2
+        }
+        let candidate = self.index;
+        if let Some(run) = self.run {
+            if let Some(Slot::Run {
+                text: acc,
+                thought: t,
+            }) = self.slots.get_mut(run)
+            {
+                if *t == thought {
+                    acc.push_str(&text);
+                    if want_deltas {
+                        deltas.push(Delta::Text {
+                            candidate,
+                            index: run,
+                            text,
+                            thought,
+                        });
+                    }
+                    return;
+                }
+            }
+        }
+        let slot = self.slots.len();
+        if want_deltas {
+            deltas.push(Delta::Text {
+                candidate,
+                index: slot,
+                text: text.clone(),
+                thought,
+            });
+        }
+        self.slots.push(Slot::Run { text, thought });
+        self.run = Some(slot);
+    }
+
+    /// C2 routing; None when the chunk is to be ignored (C2.4).
+    fn route(
+        &self,
+        id: Option<&str>,
+        has_name: bool,
+        partial_args: &[Value],
+        max_index: usize,
+    ) -> Option<Route> {
+        let open = || self.calls.iter().enumerate().filter(|(_, c)| c.open);
+        let most_recent = |it: &mut dyn Iterator<Item = (usize, &StreamedCall)>| {
+            it.max_by_key(|(_, c)| c.touched).map(|(k, _)| k)
+        };
+        if let Some(id) = id {
+            let found = open()
+                .find(|(_, c)| c.id.as_deref() == Some(id))
+                .map(|(k, _)| k);
+            return Some(found.map_or(Route::New, Route::Existing));
+        }
+        if has_name {
+            return Some(Route::New);
+        }
+        if partial_args.is_empty() {
+            return most_recent(&mut open()).map(Route::Existing);
+        }
+        let paths: Vec<Vec<Segment>> = partial_args
+            .iter()
+            .filter_map(|arg| match arg.get("jsonPath") {
+                Some(Value::String(path)) => json_path::parse(path, max_index).ok(),
+                _ => None,
+            })
+            .collect();
+        let holding = most_recent(
+            &mut open().filter(|(_, c)| paths.iter().any(|p| json_path::holds_value(&c.args, p))),
+        );
+        Some(match holding.or_else(|| most_recent(&mut open())) {
+            Some(k) => Route::Existing(k),
+            None => Route::New,
+        })
+    }
+}
+
+fn close_call(
+    candidate: u32,
+    call: &mut StreamedCall,
+    want_deltas: bool,
+    deltas: &mut Vec<Delta>,
+    warnings: &mut Vec<String>,
+) {
+    call.open = false;
+    if call.name.is_some() {
+        if want_deltas {
+            deltas.push(Delta::CallEnd {
+                candidate,
+                index: call.slot,
+                call: call.call_value(),
+            });
+        }
+    } else {
+        let id_clause = call
+            .id
+            .as_deref()
+            .map(|id| format!(" with id {}", q(id)))
+            .unwrap_or_default();
+        warnings.push(format!(
+            "C6: candidate {candidate}, part {}: a streamed function call{id_clause} never \
+             received a name and was left out; its args: {}",
+            call.slot,
+            cj(&Value::Object(call.args.clone()))
+        ));
+    }
+}
+
+fn id_and_name(call: &Value) -> (Option<String>, Option<String>) {
+    let get = |key: &str| call.get(key).and_then(Value::as_str).map(str::to_owned);
+    (get("id"), get("name"))
+}
+
+fn string_field(map: &Map<String, Value>, key: &str) -> Option<String> {
+    match map.get(key) {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// C4/C9: applies one partial arg; `Ok(None)` when it has no value key.
+fn apply_partial_arg(
+    args: &mut Map<String, Value>,
+    arg: &Map<String, Value>,
+    max_index: usize,
+) -> Result<Option<(String, Value)>, String> {
+    let Some((key, value)) = ["stringValue", "numberValue", "boolValue", "nullValue"]
+        .into_iter()
+        .find_map(|k| arg.get(k).map(|v| (k, v)))
+    else {
+        return Ok(None);
+    };
+    let write = match (key, value) {
+        ("stringValue", Value::String(s)) => Write::AppendString(s),
+        ("stringValue", _) => return Err("stringValue is not a string".into()),
+        ("numberValue", Value::Number(_)) => Write::Replace(value.clone()),
+        ("numberValue", _) => return Err("numberValue is not a number".into()),
+        ("boolValue", Value::Bool(_)) => Write::Replace(value.clone()),
+        ("boolValue", _) => return Err("boolValue is not a boolean".into()),
+        _ => Write::Replace(Value::Null),
+    };
+    let Some(Value::String(path)) = arg.get("jsonPath") else {
+        return Err("unsupported jsonPath syntax".into());
+    };
+    let segments = json_path::parse(path, max_index).map_err(|e| match e {
+        PathError::Syntax => "unsupported jsonPath syntax".to_owned(),
+        PathError::IndexAboveMax => format!("array index above max_array_index ({max_index})"),
+        PathError::TooDeep => format!("jsonPath deeper than {} segments", json_path::MAX_SEGMENTS),
+    })?;
+    let delta_value = match &write {
+        Write::AppendString(s) => Value::String((*s).to_owned()),
+        Write::Replace(v) => v.clone(),
+    };
+    json_path::write(args, &segments, write)
+        .map_err(|_| "type conflict with the existing value".to_owned())?;
+    Ok(Some((path.clone(), delta_value)))
+}
+
+fn path_repr(path: Option<&Value>) -> String {
+    match path {
+        Some(Value::String(s)) => q(s),
+        None => "<missing>".to_owned(),
+        Some(_) => "<not a string>".to_owned(),
+    }
+}
+
+/// E9: citation lists concatenated without exact duplicates; other keys last non-null.
+fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) {
+    let slot = meta
+        .entry("citationMetadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    let Value::Object(kept) = slot else { return };
+    for (key, value) in incoming {
+        if value.is_null() {
+            continue;
+        }
+        let is_list_key = key == "citations" || key == "citationSources";
+        match (is_list_key, value, kept.get_mut(&key)) {
+            (true, Value::Array(new), Some(Value::Array(old))) => {
+                for entry in new {
+                    if !old.contains(&entry) {
+                        old.push(entry);
+                    }
+                }
+            }
+            (true, Value::Array(new), _) => {
+                let mut unique: Vec<Value> = Vec::with_capacity(new.len());
+                for entry in new {
+                    if !unique.contains(&entry) {
+                        unique.push(entry);
+                    }
+                }
+                kept.insert(key, Value::Array(unique));
+            }
+            (_, value, _) => {
+                kept.insert(key, value);
+            }
+        }
+    }
+}
+
+fn shape(event: u64, place: &str, expected: &str) -> String {
+    format!("E7: event {event}: {place} is not {expected}; ignored")
+}
+
+/// Parses one payload; nesting up to orjson's limit (F10).
+fn parse_json(text: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Some(v),
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            if nesting_depth(text.as_bytes()) > MAX_JSON_DEPTH {
+                return None;
+            }
+            let mut de = serde_json::Deserializer::from_str(text);
+            de.disable_recursion_limit();
+            // Deep documents are rare: grow the stack on the heap as needed.
+            let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
+            de.end().ok()?;
+            Some(value)
+        }
+        Err(_) => None,
+    }
+}
+
+/// The deepest nesting of arrays and objects outside strings.
+fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// `q(s)`: a JSON string literal without ASCII escaping (Python
+/// `json.dumps(s, ensure_ascii=False)`).
+#[must_use]
+pub fn q(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// `cj(v)`: compact JSON as Python writes it (`separators=(",", ":")`,
+/// `ensure_ascii=False`, floats as `repr(float)`).
+#[must_use]
+pub fn cj(v: &Value) -> String {
+    let mut out = String::new();
+    write_cj(v, &mut out);
+    out
+}
+
+fn write_cj(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&py_number(n)),
+        Value::String(s) => out.push_str(&q(s)),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_cj(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&q(k));
+                out.push(':');
+                write_cj(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// A number as Python's `repr` writes it.
+fn py_number(n: &Number) -> String {
+    if n.is_f64() {
+        n.as_f64().map_or_else(|| n.to_string(), py_float_repr)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, scientific notation
+/// when the exponent is below -4 or at least 16.
+#[must_use]
+pub fn py_float_repr(f: f64) -> String {
+    if !f.is_finite() {
+        return if f.is_nan() {
+            "NaN".into()
+        } else if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    let sci = format!("{f:e}"); // e.g. "-1.2345e-7", shortest round trip
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = mantissa
+        .strip_prefix('-')
+        .map_or(("", mantissa), |m| ("-", m));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the decimal point
+        let body = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+        } else {
+            let point = point as usize;
+            if digits.len() <= point {
+                format!("{digits}{}.0", "0".repeat(point - digits.len()))
+            } else {
+                format!("{}.{}", &digits[..point], &digits[point..])
+            }
+        };
+        format!("{sign}{body}")
+    } else {
+        let (first, rest) = digits.split_at(1.min(digits.len()));
+        let frac = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{first}{frac}e{esign}{:02}", exp.unsigned_abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sse(events: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in events {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(e.to_string().as_bytes());
+            out.extend_from_slice(b"\r\n\r\n");
+        }
+        out
+    }
+
+    fn run(events: &[Value]) -> (Arc<Response>, Vec<Delta>) {
+        let mut agg = Aggregator::new(Options::default());
+        let mut deltas = Vec::new();
+        let errors = agg.feed(&sse(events), &mut deltas);
+        assert_eq!(errors, Ok(vec![]));
+        (agg.close(), deltas)
+    }
+
+    impl CandidateResult {
+        fn new_empty() -> Self {
+            CandidateState::new(0).render()
+        }
+    }
+
+    fn parts_event(parts: Value) -> Value {
+        json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
+    }
+
+    #[test]
+    fn p1_text_runs_merge_and_p3_signed_parts_stay_apart() {
+        let (res, deltas) = run(&[
+            parts_event(json!([{"text": "a", "thought": true}, {"text": "b", "thought": true}])),
+            parts_event(
+                json!([{"text": "c"}, {"text": "d", "thoughtSignature": "czE="}, {"text": "e"}]),
+            ),
+        ]);
+        let first = res
+            .first()
+            .cloned()
+            .unwrap_or_else(CandidateResult::new_empty);
+        assert_eq!(
+            first.parts,
+            vec![
+                json!({"text": "ab", "thought": true}),
+                json!({"text": "c"}),
+                json!({"text": "d", "thoughtSignature": "czE="}),
+                json!({"text": "e"}),
+            ]
+        );
+        assert_eq!(first.text, "cde");
+        assert_eq!(first.thought_text, "ab");
+        assert_eq!(deltas.len(), 5);
+        assert_eq!(
+            deltas[3],
+            Delta::Text {
+                candidate: 0,
+                index: 2,
+                text: "d".into(),
+                thought: false
+            }
+        );
+    }
+
+    #[test]
+    fn c2_path_affinity_routes_fragments_without_ids() {
+        let fc = |v: Value| parts_event(json!([{"functionCall": v}]));
+        let (res, _) = run(&[
+            fc(
+                json!({"name": "a", "partialArgs": [{"jsonPath": "$.x", "stringValue": "P"}], "willContinue": true}),
+            ),
+            fc(
+                json!({"name": "b", "partialArgs": [{"jsonPath": "$.y", "stringValue": "Q"}], "willContinue": true}),
+            ),
+            fc(
+                json!({"partialArgs": [{"jsonPath": "$.x", "stringValue": "R"}], "willContinue": true}),
+            ),
+            fc(json!({})),
+            fc(json!({})),
+        ]);
+        let first = res
+            .first()
+            .cloned()
+            .unwrap_or_else(CandidateResult::new_empty);
+        assert_eq!(
+            first.parts,
+            vec![
+                json!({"functionCall": {"name": "a", "args": {"x": "PR"}}}),
+                json!({"functionCall": {"name": "b", "args": {"y": "Q"}}}),
+            ]
+        );
+    }
+
+    #[test]
+    fn c12_nameless_call_left_out_with_warning() {
+        let (res, _) = run(&[parts_event(
+            json!([{"functionCall": {"id": "z", "partialArgs": [{"jsonPath": "$.v", "numberValue": 1.5e20}], "willContinue": true}}]),
+        )]);
+        assert_eq!(
+            res.warnings,
+            vec![
+                r#"C6: candidate 0, part 0: a streamed function call with id "z" never received a name and was left out; its args: {"v":1.5e+20}"#
+            ]
+        );
+        assert!(res.first().is_some_and(|c| c.parts.is_empty()));
+    }
+
+    #[test]
+    fn f10_nesting_up_to_1024_levels_parses() {
+        let ok = format!("{{\"a\":{}1{}}}", "[".repeat(1023), "]".repeat(1023));
+        assert!(parse_json(&ok).is_some());
+        let too_deep = format!("{{\"a\":{}1{}}}", "[".repeat(1024), "]".repeat(1024));
+        assert!(parse_json(&too_deep).is_none());
+    }
+
+    #[test]
+    fn cj_writes_floats_like_python_repr() {
+        for (f, want) in [
+            (0.5, "0.5"),
+            (100.0, "100.0"),
+            (1e16, "1e+16"),
+            (1.5e-5, "1.5e-05"),
+            (0.0001, "0.0001"),
+            (-0.0, "-0.0"),
+            (123_456_789.125, "123456789.125"),
+            (1e22, "1e+22"),
+        ] {
+            assert_eq!(py_float_repr(f), want);
+        }
+        assert_eq!(
+            cj(&json!({"a": [1, "é\n", null, true]})),
+            r#"{"a":[1,"é\n",null,true]}"#
+        );
+    }
+}

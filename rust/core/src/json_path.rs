@@ -1,0 +1,361 @@
+//! The `jsonPath` subset of streamed function-call arguments (aggregation.md
+//! C5, C9, C10): parsing with strict rejections, lookup, and writing values.
+
+use serde_json::{Map, Value};
+
+/// Paths with more segments than this are rejected (C9).
+pub const MAX_SEGMENTS: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// Why a path was rejected; the first problem met scanning left to right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathError {
+    Syntax,
+    IndexAboveMax,
+    TooDeep,
+}
+
+/// Parses `$` followed by one or more `.name`, `['key']`, `["key"]` or `[N]`.
+pub fn parse(path: &str, max_index: usize) -> Result<Vec<Segment>, PathError> {
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'$') {
+        return Err(PathError::Syntax);
+    }
+    let mut segments = Vec::new();
+    let mut pos = 1;
+    while pos < bytes.len() {
+        if segments.len() == MAX_SEGMENTS {
+            return Err(PathError::TooDeep);
+        }
+        match bytes[pos] {
+            b'.' => {
+                let start = pos + 1;
+                let len = bytes[start..]
+                    .iter()
+                    .position(|b| matches!(b, b'.' | b'[' | b']'))
+                    .unwrap_or(bytes.len() - start);
+                if len == 0 {
+                    return Err(PathError::Syntax);
+                }
+                // The delimiters are ASCII, so `start..start + len` is on char boundaries.
+                let name = path.get(start..start + len).ok_or(PathError::Syntax)?;
+                segments.push(Segment::Key(name.to_owned()));
+                pos = start + len;
+            }
+            b'[' => match bytes.get(pos + 1) {
+                Some(&quote @ (b'\'' | b'"')) => {
+                    let (key, end) = parse_quoted(path, pos + 2, quote)?;
+                    if bytes.get(end) != Some(&b']') {
+                        return Err(PathError::Syntax);
+                    }
+                    segments.push(Segment::Key(key));
+                    pos = end + 1;
+                }
+                Some(b'0'..=b'9') => {
+                    let start = pos + 1;
+                    let len = bytes[start..]
+                        .iter()
+                        .position(|b| !b.is_ascii_digit())
+                        .unwrap_or(bytes.len() - start);
+                    let end = start + len;
+                    if bytes.get(end) != Some(&b']') || (len > 1 && bytes[start] == b'0') {
+                        return Err(PathError::Syntax);
+                    }
+                    let index = path
+                        .get(start..end)
+                        .and_then(|digits| digits.parse::<usize>().ok())
+                        .filter(|&n| n <= max_index)
+                        .ok_or(PathError::IndexAboveMax)?;
+                    segments.push(Segment::Index(index));
+                    pos = end + 1;
+                }
+                _ => return Err(PathError::Syntax),
+            },
+            _ => return Err(PathError::Syntax),
+        }
+    }
+    if segments.is_empty() {
+        return Err(PathError::Syntax);
+    }
+    Ok(segments)
+}
+
+/// Reads a quoted key starting after the opening quote; returns the key and
+/// the position just after the closing quote.
+fn parse_quoted(path: &str, start: usize, quote: u8) -> Result<(String, usize), PathError> {
+    let rest = path.get(start..).ok_or(PathError::Syntax)?;
+    let mut key = String::new();
+    let mut chars = rest.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                let (_, esc) = chars.next().ok_or(PathError::Syntax)?;
+                match esc {
+                    '\\' => key.push('\\'),
+                    '\'' => key.push('\''),
+                    '"' => key.push('"'),
+                    '/' => key.push('/'),
+                    'b' => key.push('\u{8}'),
+                    'f' => key.push('\u{c}'),
+                    'n' => key.push('\n'),
+                    'r' => key.push('\r'),
+                    't' => key.push('\t'),
+                    'u' => {
+                        let first = read_hex4(&mut chars)?;
+                        let code = if (0xD800..0xDC00).contains(&first) {
+                            // A high surrogate must be followed by an escaped low one.
+                            if chars.next().map(|(_, c)| c) != Some('\\')
+                                || chars.next().map(|(_, c)| c) != Some('u')
+                            {
+                                return Err(PathError::Syntax);
+                            }
+                            let low = read_hex4(&mut chars)?;
+                            if !(0xDC00..0xE000).contains(&low) {
+                                return Err(PathError::Syntax);
+                            }
+                            0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00)
+                        } else {
+                            first
+                        };
+                        key.push(char::from_u32(code).ok_or(PathError::Syntax)?);
+                    }
+                    _ => return Err(PathError::Syntax),
+                }
+            }
+            c if c as u32 == u32::from(quote) => return Ok((key, start + i + 1)),
+            c => key.push(c),
+        }
+    }
+    Err(PathError::Syntax)
+}
+
+fn read_hex4(chars: &mut std::str::CharIndices<'_>) -> Result<u32, PathError> {
+    let mut code = 0;
+    for _ in 0..4 {
+        let (_, c) = chars.next().ok_or(PathError::Syntax)?;
+        code = code * 16 + c.to_digit(16).ok_or(PathError::Syntax)?;
+    }
+    Ok(code)
+}
+
+/// True when `segments` resolve to an existing value (null included) in `args` (C10).
+pub fn holds_value(args: &Map<String, Value>, segments: &[Segment]) -> bool {
+    let Some((first, rest)) = segments.split_first() else {
+        return false;
+    };
+    let Segment::Key(key) = first else {
+        return false;
+    };
+    let mut current = match args.get(key) {
+        Some(v) => v,
+        None => return false,
+    };
+    for segment in rest {
+        let next = match (segment, current) {
+            (Segment::Key(k), Value::Object(map)) => map.get(k),
+            (Segment::Index(i), Value::Array(items)) => items.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(v) => current = v,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// What to write at the end of a path (C4).
+pub enum Write<'a> {
+    /// `stringValue`: append to an existing string, otherwise replace.
+    AppendString(&'a str),
+    /// `numberValue`, `boolValue`, `nullValue`: replace.
+    Replace(Value),
+}
+
+/// A path that crosses a value of the wrong kind (C5 "type conflict").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeConflict;
+
+/// Writes at `segments` inside `args`, creating missing containers (C4).
+/// Nothing is changed when the path conflicts with an existing value: a
+/// conflict can only sit in the existing prefix, before anything is created.
+pub fn write(
+    args: &mut Map<String, Value>,
+    segments: &[Segment],
+    value: Write<'_>,
+) -> Result<(), TypeConflict> {
+    let Some((Segment::Key(first), rest)) = segments.split_first() else {
+        return Err(TypeConflict);
+    };
+    if !prefix_fits(args.get(first), rest) {
+        return Err(TypeConflict);
+    }
+    let mut slot = args.entry(first.clone()).or_insert(Value::Null);
+    for segment in rest {
+        slot = match segment {
+            Segment::Key(k) => {
+                if !slot.is_object() {
+                    *slot = Value::Object(Map::new());
+                }
+                match slot {
+                    Value::Object(map) => map.entry(k.clone()).or_insert(Value::Null),
+                    _ => return Err(TypeConflict),
+                }
+            }
+            Segment::Index(i) => {
+                if !slot.is_array() {
+                    *slot = Value::Array(Vec::new());
+                }
+                match slot {
+                    Value::Array(items) => {
+                        if items.len() <= *i {
+                            items.resize(*i + 1, Value::Null);
+                        }
+                        match items.get_mut(*i) {
+                            Some(v) => v,
+                            None => return Err(TypeConflict),
+                        }
+                    }
+                    _ => return Err(TypeConflict),
+                }
+            }
+        };
+    }
+    match value {
+        Write::AppendString(fragment) => match slot {
+            Value::String(s) => s.push_str(fragment),
+            other => *other = Value::String(fragment.to_owned()),
+        },
+        Write::Replace(v) => *slot = v,
+    }
+    Ok(())
+}
+
+/// Checks that the existing values along the path have the kinds the path
+/// needs: every value that is present and not null must be an object before a
+/// key segment and an array before an index segment.
+fn prefix_fits(start: Option<&Value>, rest: &[Segment]) -> bool {
+    let mut current = start;
+    for segment in rest {
+        match (current, segment) {
+            (None | Some(Value::Null), _) => return true,
+            (Some(Value::Object(map)), Segment::Key(k)) => current = map.get(k),
+            (Some(Value::Array(items)), Segment::Index(i)) => current = items.get(*i),
+            _ => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(k: &str) -> Segment {
+        Segment::Key(k.to_owned())
+    }
+
+    #[test]
+    fn c5_accepts_dot_bracket_and_index_segments() {
+        assert_eq!(
+            parse("$.items[0]['odd key'][\"q\\\"x\"]", 10),
+            Ok(vec![
+                key("items"),
+                Segment::Index(0),
+                key("odd key"),
+                key("q\"x")
+            ])
+        );
+        assert_eq!(parse("$['\\u00e9\\n']", 10), Ok(vec![key("é\n")]));
+        assert_eq!(parse("$['\\ud83d\\ude00']", 10), Ok(vec![key("😀")]));
+    }
+
+    #[test]
+    fn c5_rejects_unsupported_forms() {
+        for bad in [
+            "$",
+            "",
+            "a",
+            "$..a",
+            "$.a[]",
+            "$.a[*]",
+            "$[-1]",
+            "$.a.",
+            "$['a'",
+            "$[01]",
+            "$['\\x']",
+            "$['\\ud83d']",
+            "$.a b[0",
+            "$ .a",
+        ] {
+            assert_eq!(parse(bad, 10), Err(PathError::Syntax), "{bad}");
+        }
+        assert_eq!(parse("$[11]", 10), Err(PathError::IndexAboveMax));
+        assert_eq!(
+            parse("$[99999999999999999999999999]", 10),
+            Err(PathError::IndexAboveMax)
+        );
+        let deep = format!("${}", ".a".repeat(101));
+        assert_eq!(parse(&deep, 10), Err(PathError::TooDeep));
+        let ok = format!("${}", ".a".repeat(100));
+        assert_eq!(parse(&ok, 10).map(|s| s.len()), Ok(100));
+    }
+
+    #[test]
+    fn c4_creates_containers_pads_arrays_and_appends() {
+        let mut args = Map::new();
+        let p = parse("$.items[2].sku", 10).unwrap_or_default();
+        assert_eq!(write(&mut args, &p, Write::AppendString("ab")), Ok(()));
+        assert_eq!(write(&mut args, &p, Write::AppendString("c")), Ok(()));
+        assert_eq!(
+            Value::Object(args),
+            json!({"items": [null, null, {"sku": "abc"}]})
+        );
+    }
+
+    #[test]
+    fn c4_null_in_the_way_counts_as_missing() {
+        let mut args = Map::new();
+        args.insert("a".into(), Value::Null);
+        let p = parse("$.a.b", 10).unwrap_or_default();
+        assert_eq!(write(&mut args, &p, Write::Replace(json!(1))), Ok(()));
+        assert_eq!(Value::Object(args), json!({"a": {"b": 1}}));
+    }
+
+    #[test]
+    fn c5_type_conflict_changes_nothing() {
+        let mut args = Map::new();
+        args.insert("s".into(), json!("text"));
+        args.insert("o".into(), json!({"k": 1}));
+        let before = args.clone();
+        for path in ["$.s.x", "$.o[0]", "$.s[0]"] {
+            let p = parse(path, 10).unwrap_or_default();
+            assert_eq!(
+                write(&mut args, &p, Write::Replace(json!(2))),
+                Err(TypeConflict)
+            );
+        }
+        assert_eq!(args, before);
+        let root_index = [Segment::Index(0)];
+        assert_eq!(
+            write(&mut args, &root_index, Write::Replace(json!(2))),
+            Err(TypeConflict)
+        );
+    }
+
+    #[test]
+    fn c10_holds_value_includes_null() {
+        let args = json!({"a": {"b": null}, "l": [1]});
+        let Value::Object(map) = args else { return };
+        assert!(holds_value(&map, &parse("$.a.b", 10).unwrap_or_default()));
+        assert!(holds_value(&map, &parse("$.l[0]", 10).unwrap_or_default()));
+        assert!(!holds_value(&map, &parse("$.l[1]", 10).unwrap_or_default()));
+        assert!(!holds_value(&map, &parse("$.a.c", 10).unwrap_or_default()));
+    }
+}

@@ -1,0 +1,159 @@
+"""Type stubs of the Rust extension module ``fastagg._fastagg`` (aggregation.md, api.md)."""
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+class TextDelta:
+    """A text fragment (thought or answer) of candidate ``candidate``, part ``index``."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    candidate: int
+    index: int
+    text: str
+    thought: bool
+    def __init__(self, candidate: int, index: int, text: str, thought: bool) -> None: ...
+
+class CallStart:
+    """A function call was first seen at part ``index``."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    candidate: int
+    index: int
+    id: str | None
+    name: str | None
+    def __init__(self, candidate: int, index: int, id: str | None, name: str | None) -> None: ...
+
+class ArgDelta:
+    """A streamed argument fragment was applied at ``json_path``."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    candidate: int
+    index: int
+    json_path: str
+    value: Any
+    def __init__(self, candidate: int, index: int, json_path: str, value: Any) -> None: ...
+
+class CallEnd:
+    """A function call is complete: ``call`` is ``{"id", "name", "args"}``."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    candidate: int
+    index: int
+    call: dict[str, Any]
+    def __init__(self, candidate: int, index: int, call: dict[str, Any]) -> None: ...
+
+class Finish:
+    """A finish reason arrived for candidate ``candidate``."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    candidate: int
+    reason: str
+    def __init__(self, candidate: int, reason: str) -> None: ...
+
+class StreamError:
+    """An error object arrived inside the stream (kept verbatim)."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    error: Any
+    def __init__(self, error: Any) -> None: ...
+
+Delta = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
+
+class Candidate:
+    """One candidate of an ``AggregatedResponse``."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def parts(self) -> list[dict[str, Any]]: ...
+    @property
+    def content(self) -> dict[str, Any]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def thought_text(self) -> str: ...
+    @property
+    def function_calls(self) -> list[dict[str, Any]]: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+    @property
+    def finish_message(self) -> str | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+class AggregatedResponse:
+    """The aggregated model turn (read-only). Flat accessors describe candidate 0."""
+
+    @property
+    def parts(self) -> list[dict[str, Any]]: ...
+    @property
+    def content(self) -> dict[str, Any]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def thought_text(self) -> str: ...
+    @property
+    def function_calls(self) -> list[dict[str, Any]]: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+    @property
+    def finish_message(self) -> str | None: ...
+    @property
+    def usage(self) -> dict[str, Any] | None: ...
+    @property
+    def model_version(self) -> str | None: ...
+    @property
+    def response_id(self) -> str | None: ...
+    @property
+    def prompt_feedback(self) -> dict[str, Any] | None: ...
+    @property
+    def error(self) -> dict[str, Any] | None: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def candidates(self) -> list[Candidate]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def to_json(self) -> bytes: ...
+    def to_genai(self) -> Any: ...
+
+class StreamAggregator:
+    """Aggregates the raw body of a Gemini ``streamGenerateContent`` response."""
+
+    def __init__(
+        self,
+        *,
+        deltas: bool = True,
+        strict: bool = True,
+        max_event_bytes: int = 64 * 1024 * 1024,
+        max_array_index: int = 10_000,
+    ) -> None: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]: ...
+    def feed_event(self, payload: bytes | str) -> list[Delta]: ...
+    def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[Delta]: ...
+    def snapshot(self) -> AggregatedResponse: ...
+    def close(self) -> AggregatedResponse: ...
+    @property
+    def events_seen(self) -> int: ...
+    @property
+    def bytes_seen(self) -> int: ...
+
+class SseEvent:
+    """One WHATWG server-sent event."""
+
+    __match_args__: ClassVar[tuple[str, ...]]
+    event: str
+    data: str
+    id: str | None
+    retry: int | None
+    def __init__(self, event: str, data: str, id: str | None, retry: int | None) -> None: ...
+
+class SseDecoder:
+    """A generic WHATWG server-sent-events decoder (any provider)."""
+
+    def __init__(self) -> None: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SseEvent]: ...
+    def close(self) -> list[SseEvent]: ...

@@ -1,0 +1,740 @@
+//! `fastagg._fastagg`: the Python face of `fastagg-core`. Conversions only;
+//! every rule lives in the core crate.
+
+use std::sync::Arc;
+
+use fastagg_core::aggregate::{Aggregator, CandidateResult, Delta, Options, Response};
+use fastagg_core::error::MalformedStream;
+use fastagg_core::sse;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
+};
+use pyo3::IntoPyObjectExt;
+use serde_json::{Map, Number, Value};
+
+// ---------------------------------------------------------------- JSON <-> Python
+
+fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => number_to_py(py, n)?,
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => map_to_py(py, map)?.into_any(),
+    })
+}
+
+fn map_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (k, v) in map {
+        dict.set_item(PyString::new(py, k), to_py(py, v)?)?;
+    }
+    Ok(dict)
+}
+
+fn number_to_py<'py>(py: Python<'py>, n: &Number) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(u) = n.as_u64() {
+        u.into_bound_py_any(py)
+    } else if let Some(i) = n.as_i64() {
+        i.into_bound_py_any(py)
+    } else {
+        Ok(PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any())
+    }
+}
+
+fn opt_to_py<'py>(py: Python<'py>, value: Option<&Value>) -> PyResult<Bound<'py, PyAny>> {
+    value.map_or_else(|| Ok(py.None().into_bound(py)), |v| to_py(py, v))
+}
+
+/// A plain JSON dict (as `fastagg._chunks.chunk_to_mapping` makes) -> Value.
+fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > 1024 {
+        return Err(PyValueError::new_err(
+            "feed_chunk(): the chunk is nested deeper than 1024 levels",
+        ));
+    }
+    if obj.is_none() {
+        Ok(Value::Null)
+    } else if let Ok(b) = obj.cast::<PyBool>() {
+        Ok(Value::Bool(b.is_true()))
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        Ok(Value::String(s.to_str()?.to_owned()))
+    } else if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            Ok(Value::from(i))
+        } else {
+            Ok(Value::from(obj.extract::<u64>()?))
+        }
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err("feed_chunk(): a float is not finite"))
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = Map::new();
+        for (k, v) in d.iter() {
+            let key = k
+                .cast::<PyString>()
+                .map_err(|_| PyTypeError::new_err("feed_chunk(): a dict key is not a string"))?;
+            map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
+        }
+        Ok(Value::Object(map))
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        l.iter()
+            .map(|item| from_py(&item, depth + 1))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array)
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "feed_chunk(): a {} is not a JSON type",
+            obj.get_type().name()?
+        )))
+    }
+}
+
+/// The bytes of `bytes`, `bytearray` or any buffer (memoryview).
+fn with_bytes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(f(b.as_bytes()));
+    }
+    if let Ok(b) = data.cast::<PyByteArray>() {
+        return Ok(f(&b.to_vec()));
+    }
+    let buffer = pyo3::buffer::PyBuffer::<u8>::get(data).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected bytes, bytearray or memoryview, got {}",
+            data.get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        ))
+    })?;
+    let copy = buffer.to_vec(data.py())?;
+    Ok(f(&copy))
+}
+
+// ---------------------------------------------------------------- errors
+
+static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    ERRORS
+        .get_or_try_init(py, || py.import("fastagg.errors").map(Bound::unbind))
+        .map(|m| m.bind(py))
+}
+
+fn closed_error(py: Python<'_>) -> PyErr {
+    match errors_module(py).and_then(|m| m.getattr("AggregatorClosed")) {
+        Ok(cls) => PyErr::from_type(
+            cls.cast_into().unwrap_or_else(|_| py.get_type::<pyo3::exceptions::PyRuntimeError>()),
+            "feed() after close(): this StreamAggregator is finished; create a new one for the next stream",
+        ),
+        Err(e) => e,
+    }
+}
+
+fn malformed_error(py: Python<'_>, errors: &[MalformedStream], deltas: Bound<'_, PyList>) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let cls = errors_module(py)?.getattr("MalformedStreamError")?;
+        let list = PyList::empty(py);
+        for e in errors {
+            let exc = cls.call1((
+                &e.message,
+                e.kind.as_str(),
+                e.offset,
+                e.event_index,
+                &deltas,
+            ))?;
+            list.append(exc)?;
+        }
+        let first = list.get_item(0)?;
+        first.setattr("errors", &list)?;
+        Ok(PyErr::from_value(first))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+// ---------------------------------------------------------------- deltas
+
+macro_rules! record_class {
+    ($name:ident, $doc:literal, $($field:ident : $ty:ty),+) => {
+        #[doc = $doc]
+        #[pyclass(frozen, module = "fastagg._fastagg", get_all)]
+        pub struct $name {
+            $(pub $field: $ty),+
+        }
+
+        #[pymethods]
+        impl $name {
+            #[new]
+            fn new($($field: $ty),+) -> Self {
+                Self { $($field),+ }
+            }
+
+            #[classattr]
+            fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+                Ok(PyTuple::new(py, [$(stringify!($field)),+])?.unbind())
+            }
+
+            fn _fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+                PyTuple::new(py, [$((&self.$field).into_bound_py_any(py)?),+])
+            }
+
+            fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+                match other.cast::<Self>() {
+                    Ok(o) => self._fields(py)?.eq(o.get()._fields(py)?),
+                    Err(_) => Ok(false),
+                }
+            }
+
+            fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+                self._fields(py)?.hash()
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                let mut parts = Vec::new();
+                $(parts.push(format!(
+                    "{}={}",
+                    stringify!($field),
+                    (&self.$field).into_bound_py_any(py)?.repr()?
+                ));)+
+                Ok(format!("{}({})", stringify!($name), parts.join(", ")))
+            }
+        }
+    };
+}
+
+record_class!(TextDelta, "A text fragment (thought or answer) of candidate `candidate`, part `index`.",
+    candidate: u32, index: usize, text: String, thought: bool);
+record_class!(CallStart, "A function call was first seen at part `index`.",
+    candidate: u32, index: usize, id: Option<String>, name: Option<String>);
+record_class!(ArgDelta, "A streamed argument fragment was applied at `json_path`.",
+    candidate: u32, index: usize, json_path: String, value: Py<PyAny>);
+record_class!(CallEnd, "A function call is complete: `call` is {\"id\", \"name\", \"args\"}.",
+    candidate: u32, index: usize, call: Py<PyAny>);
+record_class!(Finish, "A finish reason arrived for candidate `candidate`.",
+    candidate: u32, reason: String);
+record_class!(StreamError, "An error object arrived inside the stream (kept verbatim).",
+    error: Py<PyAny>);
+record_class!(SseEvent, "One WHATWG server-sent event.",
+    event: String, data: String, id: Option<String>, retry: Option<u64>);
+
+fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, PyAny>> {
+    match delta {
+        Delta::Text {
+            candidate,
+            index,
+            text,
+            thought,
+        } => Bound::new(
+            py,
+            TextDelta {
+                candidate,
+                index,
+                text,
+                thought,
+            },
+        )
+        .map(Bound::into_any),
+        Delta::CallStart {
+            candidate,
+            index,
+            id,
+            name,
+        } => Bound::new(
+            py,
+            CallStart {
+                candidate,
+                index,
+                id,
+                name,
+            },
+        )
+        .map(Bound::into_any),
+        Delta::Arg {
+            candidate,
+            index,
+            json_path,
+            value,
+        } => {
+            let value = to_py(py, &value)?.unbind();
+            Bound::new(
+                py,
+                ArgDelta {
+                    candidate,
+                    index,
+                    json_path,
+                    value,
+                },
+            )
+            .map(Bound::into_any)
+        }
+        Delta::CallEnd {
+            candidate,
+            index,
+            call,
+        } => {
+            let call = to_py(py, &call)?.unbind();
+            Bound::new(
+                py,
+                CallEnd {
+                    candidate,
+                    index,
+                    call,
+                },
+            )
+            .map(Bound::into_any)
+        }
+        Delta::Finish { candidate, reason } => {
+            Bound::new(py, Finish { candidate, reason }).map(Bound::into_any)
+        }
+        Delta::StreamError { error } => {
+            let error = to_py(py, &error)?.unbind();
+            Bound::new(py, StreamError { error }).map(Bound::into_any)
+        }
+    }
+}
+
+fn deltas_to_py(py: Python<'_>, deltas: Vec<Delta>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for d in deltas {
+        list.append(delta_to_py(py, d)?)?;
+    }
+    Ok(list)
+}
+
+// ---------------------------------------------------------------- the aggregator
+
+/// Aggregates the raw body of a Gemini `streamGenerateContent` response.
+///
+/// Feed body bytes in any split with `feed()` (live deltas come back), then
+/// `close()` for the `AggregatedResponse`. Rules: aggregation.md.
+#[pyclass(module = "fastagg._fastagg")]
+pub struct StreamAggregator {
+    core: Aggregator,
+    deltas: bool,
+}
+
+impl StreamAggregator {
+    fn finish_feed<'py>(
+        &self,
+        py: Python<'py>,
+        deltas: Vec<Delta>,
+        result: Result<Vec<MalformedStream>, fastagg_core::aggregate::Closed>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let errors = result.map_err(|_| closed_error(py))?;
+        let list = if self.deltas {
+            deltas_to_py(py, deltas)?
+        } else {
+            PyList::empty(py)
+        };
+        if errors.is_empty() {
+            Ok(list)
+        } else {
+            Err(malformed_error(py, &errors, list))
+        }
+    }
+}
+
+#[pymethods]
+impl StreamAggregator {
+    #[new]
+    #[pyo3(signature = (*, deltas = true, strict = true, max_event_bytes = 64 * 1024 * 1024, max_array_index = 10_000))]
+    fn new(deltas: bool, strict: bool, max_event_bytes: usize, max_array_index: usize) -> Self {
+        let opts = Options {
+            deltas,
+            strict,
+            max_event_bytes,
+            max_array_index,
+        };
+        Self {
+            core: Aggregator::new(opts),
+            deltas,
+        }
+    }
+
+    /// Feed raw body bytes (any split); returns the deltas they produced.
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut deltas = Vec::new();
+        let result = with_bytes(data, |bytes| self.core.feed(bytes, &mut deltas))?;
+        self.finish_feed(py, deltas, result)
+    }
+
+    /// Feed one complete GenerateContentResponse JSON payload.
+    fn feed_event<'py>(
+        &mut self,
+        py: Python<'py>,
+        payload: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut deltas = Vec::new();
+        let result = if let Ok(s) = payload.cast::<PyString>() {
+            self.core.feed_event(s.to_str()?.as_bytes(), &mut deltas)
+        } else {
+            with_bytes(payload, |bytes| self.core.feed_event(bytes, &mut deltas))?
+        };
+        self.finish_feed(py, deltas, result)
+    }
+
+    /// Feed one parsed chunk: a REST camelCase dict or a google-genai response object.
+    fn feed_chunk<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if self.core.is_closed() {
+            return Err(closed_error(py));
+        }
+        let mapping = py
+            .import("fastagg._chunks")?
+            .call_method1("chunk_to_mapping", (chunk,))?;
+        let Value::Object(map) = from_py(&mapping, 0)? else {
+            return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
+        };
+        let mut deltas = Vec::new();
+        let result = self.core.feed_value(map, &mut deltas).map(|()| Vec::new());
+        self.finish_feed(py, deltas, result)
+    }
+
+    /// The current state as an `AggregatedResponse`, without changing it.
+    fn snapshot(&self) -> AggregatedResponse {
+        AggregatedResponse {
+            inner: Arc::new(self.core.snapshot()),
+        }
+    }
+
+    /// End the stream and return the `AggregatedResponse` (idempotent).
+    fn close(&mut self) -> AggregatedResponse {
+        AggregatedResponse {
+            inner: self.core.close(),
+        }
+    }
+
+    /// Payloads dispatched so far (good and bad).
+    #[getter]
+    fn events_seen(&self) -> u64 {
+        self.core.events_seen()
+    }
+
+    /// Bytes fed so far.
+    #[getter]
+    fn bytes_seen(&self) -> u64 {
+        self.core.bytes_seen()
+    }
+}
+
+// ---------------------------------------------------------------- results
+
+struct CandidateView<'a, 'py> {
+    py: Python<'py>,
+    c: Option<&'a CandidateResult>,
+}
+
+impl<'a, 'py> CandidateView<'a, 'py> {
+    fn parts(&self) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(self.py);
+        for p in self.c.map_or(&[][..], |c| &c.parts) {
+            list.append(to_py(self.py, p)?)?;
+        }
+        Ok(list)
+    }
+    fn content(&self) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(self.py);
+        d.set_item("role", "model")?;
+        d.set_item("parts", self.parts()?)?;
+        Ok(d)
+    }
+    fn function_calls(&self) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(self.py);
+        for call in self.c.map_or(&[][..], |c| &c.function_calls) {
+            list.append(to_py(self.py, call)?)?;
+        }
+        Ok(list)
+    }
+    fn text(&self) -> &'a str {
+        self.c.map_or("", |c| c.text.as_str())
+    }
+    fn thought_text(&self) -> &'a str {
+        self.c.map_or("", |c| c.thought_text.as_str())
+    }
+    fn finish_reason(&self) -> Option<&'a str> {
+        self.c.and_then(|c| c.finish_reason.as_deref())
+    }
+    fn finish_message(&self) -> Option<&'a str> {
+        self.c.and_then(|c| c.finish_message.as_deref())
+    }
+}
+
+/// The aggregated model turn (read-only). Flat accessors describe candidate 0.
+#[pyclass(frozen, module = "fastagg._fastagg")]
+pub struct AggregatedResponse {
+    inner: Arc<Response>,
+}
+
+impl AggregatedResponse {
+    fn view<'py>(&self, py: Python<'py>) -> CandidateView<'_, 'py> {
+        CandidateView {
+            py,
+            c: self.inner.first(),
+        }
+    }
+}
+
+#[pymethods]
+impl AggregatedResponse {
+    /// Parts of candidate 0, REST camelCase, replayable as-is.
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.view(py).parts()
+    }
+    /// `{"role": "model", "parts": parts}`.
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.view(py).content()
+    }
+    /// Non-thought text of candidate 0.
+    #[getter]
+    fn text(&self, py: Python<'_>) -> String {
+        self.view(py).text().to_owned()
+    }
+    /// Thought text of candidate 0.
+    #[getter]
+    fn thought_text(&self, py: Python<'_>) -> String {
+        self.view(py).thought_text().to_owned()
+    }
+    /// `[{"id", "name", "args"}]` of candidate 0, in part order.
+    #[getter]
+    fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.view(py).function_calls()
+    }
+    #[getter]
+    fn finish_reason(&self, py: Python<'_>) -> Option<String> {
+        self.view(py).finish_reason().map(str::to_owned)
+    }
+    #[getter]
+    fn finish_message(&self, py: Python<'_>) -> Option<String> {
+        self.view(py).finish_message().map(str::to_owned)
+    }
+    /// Merged `usageMetadata` (camelCase), or None.
+    #[getter]
+    fn usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.usage.as_ref())
+    }
+    #[getter]
+    fn model_version<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.model_version.as_ref())
+    }
+    #[getter]
+    fn response_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.response_id.as_ref())
+    }
+    #[getter]
+    fn prompt_feedback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.prompt_feedback.as_ref())
+    }
+    /// The in-stream error object, verbatim, or None.
+    #[getter]
+    fn error<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.error.as_ref())
+    }
+    /// Candidate 0 has a finish reason and no error was recorded (E6).
+    #[getter]
+    fn complete(&self) -> bool {
+        self.inner.complete
+    }
+    /// An incomplete final event was dropped (F6).
+    #[getter]
+    fn truncated(&self) -> bool {
+        self.inner.truncated
+    }
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
+    }
+    /// Every candidate, in index order.
+    #[getter]
+    fn candidates(&self) -> Vec<Candidate> {
+        (0..self.inner.candidates.len())
+            .map(|position| Candidate {
+                inner: Arc::clone(&self.inner),
+                position,
+            })
+            .collect()
+    }
+    /// A GenerateContentResponse-shaped dict of the aggregate.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.to_value())
+    }
+    /// `to_dict()` as compact UTF-8 JSON.
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = serde_json::to_vec(&self.inner.to_value())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+    /// The aggregate as a `google.genai.types.GenerateContentResponse` (needs google-genai).
+    fn to_genai<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let types = py.import("google.genai.types")?;
+        types
+            .getattr("GenerateContentResponse")?
+            .call_method1("model_validate", (self.to_dict(py)?,))
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let v = self.view(py);
+        format!(
+            "AggregatedResponse(finish_reason={:?}, complete={}, parts={}, text={:?})",
+            v.finish_reason(),
+            self.inner.complete,
+            v.c.map_or(0, |c| c.parts.len()),
+            v.text().chars().take(60).collect::<String>()
+        )
+    }
+}
+
+/// One candidate of an `AggregatedResponse`.
+#[pyclass(frozen, module = "fastagg._fastagg")]
+pub struct Candidate {
+    inner: Arc<Response>,
+    position: usize,
+}
+
+impl Candidate {
+    fn view<'py>(&self, py: Python<'py>) -> CandidateView<'_, 'py> {
+        CandidateView {
+            py,
+            c: self.inner.candidates.get(self.position),
+        }
+    }
+}
+
+#[pymethods]
+impl Candidate {
+    #[getter]
+    fn index(&self) -> u32 {
+        self.inner
+            .candidates
+            .get(self.position)
+            .map_or(0, |c| c.index)
+    }
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.view(py).parts()
+    }
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.view(py).content()
+    }
+    #[getter]
+    fn text(&self, py: Python<'_>) -> String {
+        self.view(py).text().to_owned()
+    }
+    #[getter]
+    fn thought_text(&self, py: Python<'_>) -> String {
+        self.view(py).thought_text().to_owned()
+    }
+    #[getter]
+    fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.view(py).function_calls()
+    }
+    #[getter]
+    fn finish_reason(&self, py: Python<'_>) -> Option<String> {
+        self.view(py).finish_reason().map(str::to_owned)
+    }
+    #[getter]
+    fn finish_message(&self, py: Python<'_>) -> Option<String> {
+        self.view(py).finish_message().map(str::to_owned)
+    }
+    /// The other candidate keys (E5), last non-null wins.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        match self.inner.candidates.get(self.position) {
+            Some(c) => map_to_py(py, &c.metadata),
+            None => Ok(PyDict::new(py)),
+        }
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Candidate(index={}, finish_reason={:?})",
+            self.index(),
+            self.view(py).finish_reason()
+        )
+    }
+}
+
+// ---------------------------------------------------------------- SSE decoder
+
+/// A generic WHATWG server-sent-events decoder (any provider).
+#[pyclass(module = "fastagg._fastagg")]
+pub struct SseDecoder {
+    core: sse::SseDecoder,
+}
+
+fn events_to_py(py: Python<'_>, events: Vec<sse::SseEvent>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for e in events {
+        list.append(Bound::new(
+            py,
+            SseEvent {
+                event: e.event,
+                data: e.data,
+                id: e.id,
+                retry: e.retry,
+            },
+        )?)?;
+    }
+    Ok(list)
+}
+
+#[pymethods]
+impl SseDecoder {
+    #[new]
+    fn new() -> Self {
+        Self {
+            core: sse::SseDecoder::new(),
+        }
+    }
+
+    /// Feed bytes (any split); returns the events completed by them.
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::new();
+        with_bytes(data, |bytes| self.core.feed(bytes, &mut out))?;
+        events_to_py(py, out)
+    }
+
+    /// End of stream: a final unterminated event is dispatched.
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::new();
+        self.core.close(&mut out);
+        events_to_py(py, out)
+    }
+}
+
+#[pymodule]
+fn _fastagg(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<StreamAggregator>()?;
+    m.add_class::<AggregatedResponse>()?;
+    m.add_class::<Candidate>()?;
+    m.add_class::<TextDelta>()?;
+    m.add_class::<CallStart>()?;
+    m.add_class::<ArgDelta>()?;
+    m.add_class::<CallEnd>()?;
+    m.add_class::<Finish>()?;
+    m.add_class::<StreamError>()?;
+    m.add_class::<SseDecoder>()?;
+    m.add_class::<SseEvent>()?;
+    Ok(())
+}

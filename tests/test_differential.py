@@ -1,0 +1,181 @@
+"""Differential property tests: the Rust aggregator and the pure-Python
+reference, fed the same random realistic streams under random byte splits,
+give identical deltas, results, warnings and errors; each is split-invariant
+(F7)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fastagg._fastagg as rust
+import fastagg.reference as reference
+from fastagg.errors import MalformedStreamError
+from streams import delta_tuple, result_view
+
+EXAMPLES = int(os.environ.get("FASTAGG_DIFF_EXAMPLES", "2000"))
+
+IDS = st.sampled_from(["c1", "c2"])
+NAMES = st.sampled_from(["get_weather", "write_file"])
+SIGS = st.sampled_from(["c2lnLWE=", "c2lnLWI=", "UPDiDZpGV+X0CBoq7GJtMZHhOIgI4uD3RRz9kous/w=="])
+TEXT = st.text(
+    alphabet=st.sampled_from(list("ab yz.\"\\\n\t{}[]:,é漢😀\u2028\u0085\r")), max_size=12
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXT,
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["k", "v", "x y"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+PATHS = st.sampled_from(
+    ["$.content", "$.path", "$.items[0].sku", "$.items[2]", "$['odd key']", "$.meta.tag",
+     "$..bad", "$.a[*]", "$", "$[0]", "$.items[99999]", "$.content.x"]
+)
+
+
+@st.composite
+def partial_arg(draw: st.DrawFn) -> dict[str, Any]:
+    arg: dict[str, Any] = {"jsonPath": draw(PATHS)}
+    kind = draw(st.sampled_from(["stringValue", "stringValue", "numberValue", "boolValue", "nullValue", None]))
+    if kind == "stringValue":
+        arg[kind] = draw(TEXT)
+    elif kind == "numberValue":
+        arg[kind] = draw(st.one_of(st.integers(-1000, 1000), st.floats(allow_nan=False, allow_infinity=False)))
+    elif kind == "boolValue":
+        arg[kind] = draw(st.booleans())
+    elif kind == "nullValue":
+        arg[kind] = draw(st.sampled_from([None, "NULL_VALUE"]))
+    if draw(st.booleans()):
+        arg["willContinue"] = True
+    return arg
+
+
+@st.composite
+def part(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.integers(0, 12))
+    if kind <= 2:
+        return {"text": draw(TEXT)}
+    if kind == 3:
+        return {"text": draw(TEXT), "thought": True}
+    if kind == 4:
+        return {"text": draw(TEXT), "thoughtSignature": draw(SIGS)}
+    if kind == 5:
+        return draw(st.sampled_from([{}, {"thoughtSignature": "c2ln"}, {"inlineData": {"mimeType": "image/png", "data": "aGk="}}]))
+    fc: dict[str, Any] = {}
+    if kind == 6:  # complete call
+        fc = {"name": draw(NAMES), "args": draw(st.dictionaries(st.sampled_from(["city", "n"]), JSON_VALUES, max_size=2))}
+        if draw(st.booleans()):
+            fc = {"id": draw(IDS), **fc}
+    elif kind in (7, 8):  # streamed start
+        if draw(st.booleans()):
+            fc["id"] = draw(IDS)
+        fc["name"] = draw(NAMES)
+        if draw(st.booleans()):
+            fc["partialArgs"] = draw(st.lists(partial_arg(), min_size=1, max_size=2))
+        fc["willContinue"] = True
+    elif kind in (9, 10, 11):  # continuation
+        if draw(st.booleans()):
+            fc["id"] = draw(IDS)
+        fc["partialArgs"] = draw(st.lists(partial_arg(), min_size=1, max_size=3))
+        fc["willContinue"] = draw(st.sampled_from([True, True, False]))
+    else:  # end marker
+        fc = draw(st.sampled_from([{}, {"willContinue": False}]))
+    out: dict[str, Any] = {"functionCall": fc}
+    if draw(st.integers(0, 3)) == 0:
+        out["thoughtSignature"] = draw(SIGS)
+    return out
+
+
+@st.composite
+def event(draw: st.DrawFn) -> bytes:
+    kind = draw(st.integers(0, 20))
+    if kind == 0:
+        payload: Any = {"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}}
+    elif kind == 1:
+        payload = {"usageMetadata": {"trafficType": "ON_DEMAND", "promptTokenCount": draw(st.integers(0, 50))}}
+    elif kind == 2:
+        return draw(st.sampled_from([
+            b"data: {bad json\r\n\r\n", b"data: [1, 2]\r\n\r\n", b"data: \xff\xfe\r\n\r\n",
+            b": keep-alive\r\n", b"data: [DONE]\r\n\r\n", b"event: message\r\nid: 7\r\n",
+            b'{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n',
+        ]))
+    else:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": draw(st.lists(part(), max_size=4))}}
+        if draw(st.integers(0, 6)) == 0:
+            candidate["finishReason"] = draw(st.sampled_from(["STOP", "MAX_TOKENS", "MALFORMED_FUNCTION_CALL"]))
+        if draw(st.integers(0, 8)) == 0:
+            candidate["index"] = 1
+        if draw(st.integers(0, 8)) == 0:
+            candidate["safetyRatings"] = [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]
+        payload = {"candidates": [candidate]}
+        if draw(st.integers(0, 4)) == 0:
+            payload["usageMetadata"] = {"promptTokenCount": 5, "totalTokenCount": draw(st.integers(5, 99))}
+            payload["modelVersion"] = "gemini-3-flash-preview"
+    newline = draw(st.sampled_from([b"\r\n", b"\n", b"\r"]))
+    line = json.dumps(payload, ensure_ascii=draw(st.booleans())).encode()
+    return b"data: " + line + newline + newline
+
+
+@st.composite
+def stream(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    body = b"".join(draw(st.lists(event(), max_size=8)))
+    if body and draw(st.integers(0, 5)) == 0:
+        body = body[: draw(st.integers(0, len(body)))]  # cut off mid-stream (F6)
+    cuts = sorted(draw(st.lists(st.integers(0, len(body)), max_size=6)))
+    return body, cuts
+
+
+def pieces_of(body: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = [0, *cuts, len(body)]
+    return [body[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def run(module: Any, pieces: list[bytes], strict: bool) -> tuple[list[Any], dict[str, Any], int, int]:
+    """Feed the pieces; return per-call outcomes, the result and the counters."""
+    agg = module.StreamAggregator(strict=strict)
+    outcomes: list[Any] = []
+    for piece in pieces:
+        try:
+            outcomes.append(("ok", [delta_tuple(d) for d in agg.feed(piece)]))
+        except MalformedStreamError as err:
+            outcomes.append((
+                "error",
+                [(e.kind, e.offset, e.event_index, str(e)) for e in err.errors],
+                [delta_tuple(d) for d in err.deltas],
+            ))
+    return outcomes, result_view(agg.close()), agg.events_seen, agg.bytes_seen
+
+
+def flat_deltas(outcomes: list[Any]) -> list[Any]:
+    return [d for o in outcomes for d in (o[1] if o[0] == "ok" else o[2])]
+
+
+def flat_errors(outcomes: list[Any]) -> list[Any]:
+    return [e for o in outcomes if o[0] == "error" for e in o[1]]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(stream(), st.booleans())
+def test_f7_rust_and_reference_agree_under_random_splits(case: tuple[bytes, list[int]], strict: bool) -> None:
+    body, cuts = case
+    pieces = pieces_of(body, cuts)
+    got_rust = run(rust, pieces, strict)
+    got_ref = run(reference, pieces, strict)
+    assert got_rust == got_ref
+    # F7: the same bytes in one piece give the same deltas, errors and result.
+    whole = run(rust, [body], strict)
+    assert flat_deltas(whole[0]) == flat_deltas(got_rust[0])
+    assert flat_errors(whole[0]) == flat_errors(got_rust[0])
+    assert whole[1:] == got_rust[1:]
