@@ -1,17 +1,16 @@
 //! The aggregation state machine: event payloads -> the aggregated model turn
 //! (aggregation.md E, P, C rules; addendum E7-E9, P7-P9, C8-C12, D1-D3).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use crate::error::MalformedStream;
+use crate::event::{event_from_map, parse_event, CandidateIn, EventIn, ParseError, PartIn, Shaped};
 use crate::json_path::{self, PathError, Segment, Write};
 use crate::sse::{BodyFramer, Frame};
 
-/// orjson's nesting limit, which both implementations share (F10).
-const MAX_JSON_DEPTH: usize = 1024;
 /// Candidate indices must be below this (E7).
 const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
 
@@ -451,7 +450,8 @@ impl Aggregator {
             return Err(Closed);
         }
         let index = self.state.next_event_index();
-        self.state.apply_event(index, payload, deltas);
+        self.state
+            .apply_event(index, event_from_map(payload), deltas);
         Ok(())
     }
 
@@ -474,6 +474,10 @@ impl Aggregator {
         let state = &mut self.state;
         self.framer
             .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
+        // close() never raises: a bad payload completed by the final line is a warning.
+        for err in errors {
+            state.warn(format!("F8: {}", err.message));
+        }
         if state.bytes_seen > 0 && state.events_seen == 0 {
             state.warnings.push(format!(
                 "F2: no event was found in {} bytes of body (expected a \
@@ -521,19 +525,17 @@ impl State {
                 self.report(err, errors);
             }
             Frame::Warning(text) => self.warn(text),
-            Frame::Unterminated { offset, data } => {
-                match std::str::from_utf8(data).ok().and_then(parse_json) {
-                    Some(Value::Object(map)) => {
-                        self.warn(format!(
-                            "F6: the stream ended inside an unterminated event at byte {offset}; \
+            Frame::Unterminated { offset, data } => match parse_event(data) {
+                Ok(event) => {
+                    self.warn(format!(
+                        "F6: the stream ended inside an unterminated event at byte {offset}; \
                              it was complete JSON and was processed"
-                        ));
-                        let index = self.next_event_index();
-                        self.apply_event(index, map, deltas);
-                    }
-                    _ => self.drop_incomplete(offset),
+                    ));
+                    let index = self.next_event_index();
+                    self.apply_event(index, event, deltas);
                 }
-            }
+                _ => self.drop_incomplete(offset),
+            },
             Frame::Incomplete { offset } => self.drop_incomplete(offset),
         }
     }
@@ -555,45 +557,41 @@ impl State {
         errors: &mut Vec<MalformedStream>,
     ) {
         let index = self.next_event_index();
-        let Ok(text) = std::str::from_utf8(data) else {
-            self.report(MalformedStream::invalid_utf8(offset, index), errors);
-            return;
-        };
-        match parse_json(text) {
-            Some(Value::Object(map)) => self.apply_event(index, map, deltas),
-            Some(_) => self.report(MalformedStream::not_an_object(offset, index), errors),
-            None => self.report(MalformedStream::invalid_json(offset, index), errors),
+        match parse_event(data) {
+            Ok(event) => self.apply_event(index, event, deltas),
+            Err(ParseError::InvalidUtf8) => {
+                self.report(MalformedStream::invalid_utf8(offset, index), errors);
+            }
+            Err(ParseError::NotAnObject) => {
+                self.report(MalformedStream::not_an_object(offset, index), errors);
+            }
+            Err(ParseError::InvalidJson) => {
+                self.report(MalformedStream::invalid_json(offset, index), errors);
+            }
         }
     }
 
-    fn apply_event(
-        &mut self,
-        event: u64,
-        mut payload: Map<String, Value>,
-        deltas: &mut Vec<Delta>,
-    ) {
-        if let Some(error) = payload.get("error") {
-            if !error.is_null() {
-                // E1, E8: recorded verbatim, the payload contributes nothing else.
-                self.error = Some(error.clone());
-                if self.opts.deltas {
-                    deltas.push(Delta::StreamError {
-                        error: error.clone(),
-                    });
-                }
-                return;
+    fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
+        if let Some(error) = payload.error.filter(|e| !e.is_null()) {
+            // E1, E8: recorded verbatim, the payload contributes nothing else.
+            if self.opts.deltas {
+                deltas.push(Delta::StreamError {
+                    error: error.clone(),
+                });
             }
+            self.error = Some(error);
+            return;
         }
-        match payload.shift_remove("candidates") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
+        match payload.candidates {
+            None | Some(Shaped::Null) => {}
+            Some(Shaped::Expected(items)) => {
                 for (j, candidate) in items.into_iter().enumerate() {
                     self.apply_candidate(event, j, candidate, deltas);
                 }
             }
-            Some(_) => self.warn(shape(event, "candidates", "a list")),
+            Some(Shaped::Other(_)) => self.warn(shape(event, "candidates", "a list")),
         }
-        match payload.shift_remove("usageMetadata") {
+        match payload.usage {
             None | Some(Value::Null) => {}
             Some(Value::Object(fields)) => {
                 // E3: running totals, merged field by field.
@@ -606,16 +604,14 @@ impl State {
             }
             Some(_) => self.warn(shape(event, "usageMetadata", "an object")),
         }
-        for (key, field) in [
-            ("modelVersion", &mut self.model_version),
-            ("responseId", &mut self.response_id),
-            ("createTime", &mut self.create_time),
-            ("promptFeedback", &mut self.prompt_feedback),
+        for (value, field) in [
+            (payload.model_version, &mut self.model_version),
+            (payload.response_id, &mut self.response_id),
+            (payload.create_time, &mut self.create_time),
+            (payload.prompt_feedback, &mut self.prompt_feedback),
         ] {
-            if let Some(v) = payload.shift_remove(key) {
-                if !v.is_null() {
-                    *field = Some(v);
-                }
+            if let Some(v) = value.filter(|v| !v.is_null()) {
+                *field = Some(v);
             }
         }
     }
@@ -630,12 +626,18 @@ impl State {
         }
     }
 
-    fn apply_candidate(&mut self, event: u64, j: usize, candidate: Value, deltas: &mut Vec<Delta>) {
-        let Value::Object(mut cand) = candidate else {
+    fn apply_candidate(
+        &mut self,
+        event: u64,
+        j: usize,
+        candidate: Shaped<CandidateIn<'_>>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Shaped::Expected(cand) = candidate else {
             self.warn(shape(event, &format!("candidates[{j}]"), "an object"));
             return;
         };
-        let index = match cand.shift_remove("index") {
+        let index = match cand.index {
             None | Some(Value::Null) => 0,
             Some(Value::Number(n)) if n.as_u64().is_some_and(|i| i < MAX_CANDIDATE_INDEX) => {
                 u32::try_from(n.as_u64().unwrap_or(0)).unwrap_or(0)
@@ -650,16 +652,16 @@ impl State {
             }
         };
         let pos = self.candidate_position(index);
-        match cand.shift_remove("content") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(mut content)) => match content.shift_remove("parts") {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(parts)) => {
+        match cand.content {
+            None | Some(Shaped::Null) => {}
+            Some(Shaped::Expected(content)) => match content.parts {
+                None | Some(Shaped::Null) => {}
+                Some(Shaped::Expected(parts)) => {
                     for (p, part) in parts.into_iter().enumerate() {
                         self.apply_part(event, j, p, pos, part, deltas);
                     }
                 }
-                Some(_) => {
+                Some(Shaped::Other(_)) => {
                     self.warn(shape(
                         event,
                         &format!("candidates[{j}].content.parts"),
@@ -667,13 +669,13 @@ impl State {
                     ));
                 }
             },
-            Some(_) => self.warn(shape(
+            Some(Shaped::Other(_)) => self.warn(shape(
                 event,
                 &format!("candidates[{j}].content"),
                 "an object",
             )),
         }
-        if let Some(Value::String(reason)) = cand.shift_remove("finishReason") {
+        if let Some(Value::String(reason)) = cand.finish_reason {
             if !reason.is_empty() {
                 if self.opts.deltas {
                     deltas.push(Delta::Finish {
@@ -684,12 +686,12 @@ impl State {
                 self.candidates[pos].finish_reason = Some(reason);
             }
         }
-        if let Some(Value::String(message)) = cand.shift_remove("finishMessage") {
+        if let Some(Value::String(message)) = cand.finish_message {
             if !message.is_empty() {
                 self.candidates[pos].finish_message = Some(message);
             }
         }
-        for (key, value) in cand {
+        for (key, value) in cand.rest {
             if value.is_null() {
                 continue;
             }
@@ -718,53 +720,48 @@ impl State {
         j: usize,
         p: usize,
         pos: usize,
-        part: Value,
+        part: Shaped<PartIn<'_>>,
         deltas: &mut Vec<Delta>,
     ) {
-        let Value::Object(mut part) = part else {
-            self.warn(shape(
-                event,
-                &format!("candidates[{j}].content.parts[{p}]"),
-                "an object",
-            ));
-            return;
+        let want_deltas = self.opts.deltas;
+        let part = match part {
+            Shaped::Expected(PartIn::Plain { text, thought }) => {
+                self.candidates[pos].append_text(text, thought, want_deltas, deltas);
+                return;
+            }
+            Shaped::Expected(PartIn::Object(part)) => part,
+            Shaped::Null | Shaped::Other(_) => {
+                self.warn(shape(
+                    event,
+                    &format!("candidates[{j}].content.parts[{p}]"),
+                    "an object",
+                ));
+                return;
+            }
         };
         if part.is_empty() {
             return; // P6
         }
-        let want_deltas = self.opts.deltas;
         if matches!(part.get("functionCall"), Some(Value::Object(_))) {
             self.apply_call_part(event, j, p, pos, part, deltas);
             return;
         }
-        let cand = &mut self.candidates[pos];
-        let index = cand.index;
+        // Plain text parts were read as `PartIn::Plain`; a string `text` here
+        // has other keys (P3), unless `functionCall` makes it P4 (P7).
         let kind = match part.get("text") {
-            Some(Value::String(_)) if part.contains_key("functionCall") => PartKind::Other,
-            Some(Value::String(_)) => {
-                let plain = match part.len() {
-                    1 => true,
-                    2 => matches!(part.get("thought"), Some(Value::Bool(_))),
-                    _ => false,
-                };
-                let thought = matches!(part.get("thought"), Some(Value::Bool(true)));
-                if plain {
-                    if let Some(Value::String(text)) = part.swap_remove("text") {
-                        cand.append_text(text, thought, want_deltas, deltas);
-                    }
-                    return;
-                }
-                PartKind::Text { thought }
-            }
+            Some(Value::String(_)) if !part.contains_key("functionCall") => PartKind::Text {
+                thought: matches!(part.get("thought"), Some(Value::Bool(true))),
+            },
             _ => PartKind::Other,
         };
+        let cand = &mut self.candidates[pos];
         cand.run = None;
         let slot = cand.slots.len();
         if let (true, PartKind::Text { thought }) = (want_deltas, kind) {
             if let Some(Value::String(text)) = part.get("text") {
                 if !text.is_empty() {
                     deltas.push(Delta::Text {
-                        candidate: index,
+                        candidate: cand.index,
                         index: slot,
                         text: text.clone(),
                         thought,
@@ -981,7 +978,7 @@ enum Route {
 impl CandidateState {
     fn append_text(
         &mut self,
-        text: String,
+        text: Cow<'_, str>,
         thought: bool,
         want_deltas: bool,
         deltas: &mut Vec<Delta>,
@@ -1002,7 +999,7 @@ impl CandidateState {
                         deltas.push(Delta::Text {
                             candidate,
                             index: run,
-                            text,
+                            text: text.into_owned(),
                             thought,
                         });
                     }
@@ -1011,6 +1008,7 @@ impl CandidateState {
             }
         }
         let slot = self.slots.len();
+        let text = text.into_owned();
         if want_deltas {
             deltas.push(Delta::Text {
                 candidate,
@@ -1193,51 +1191,6 @@ fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) 
 
 fn shape(event: u64, place: &str, expected: &str) -> String {
     format!("E7: event {event}: {place} is not {expected}; ignored")
-}
-
-/// Parses one payload; nesting up to orjson's limit (F10).
-fn parse_json(text: &str) -> Option<Value> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(v) => Some(v),
-        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
-            if nesting_depth(text.as_bytes()) > MAX_JSON_DEPTH {
-                return None;
-            }
-            let mut de = serde_json::Deserializer::from_str(text);
-            de.disable_recursion_limit();
-            // Deep documents are rare: grow the stack on the heap as needed.
-            let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
-            de.end().ok()?;
-            Some(value)
-        }
-        Err(_) => None,
-    }
-}
-
-/// The deepest nesting of arrays and objects outside strings.
-fn nesting_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
 }
 
 /// `q(s)`: a JSON string literal without ASCII escaping (Python
@@ -1455,9 +1408,18 @@ mod tests {
     #[test]
     fn f10_nesting_up_to_1024_levels_parses() {
         let ok = format!("{{\"a\":{}1{}}}", "[".repeat(1023), "]".repeat(1023));
-        assert!(parse_json(&ok).is_some());
+        assert!(parse_event(ok.as_bytes()).is_ok());
         let too_deep = format!("{{\"a\":{}1{}}}", "[".repeat(1024), "]".repeat(1024));
-        assert!(parse_json(&too_deep).is_none());
+        assert_eq!(
+            parse_event(too_deep.as_bytes()).err(),
+            Some(ParseError::InvalidJson)
+        );
+        assert_eq!(parse_event(b"[1]").err(), Some(ParseError::NotAnObject));
+        assert_eq!(parse_event(b"{} x").err(), Some(ParseError::InvalidJson));
+        assert_eq!(
+            parse_event(b"{\"a\": \"\xff\"}").err(),
+            Some(ParseError::InvalidUtf8)
+        );
     }
 
     #[test]

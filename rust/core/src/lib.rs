@@ -7,5 +7,6 @@
 
 pub mod aggregate;
 pub mod error;
+pub mod event;
 pub mod json_path;
 pub mod sse;
