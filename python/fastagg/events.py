@@ -1,0 +1,141 @@
+"""Events of an agent turn (turn-loop.md L13), as yielded by :func:`fastagg.stream_turn`
+and passed to ``on_event``.
+
+Name clash: ``fastagg.TextDelta`` is the *aggregator's* delta
+(``TextDelta(candidate, index, text, thought)``). The turn's answer-text event is
+``fastagg.events.TextDelta(step, text)``; import it from this module
+(``from fastagg import events`` then ``events.TextDelta``). Every other turn
+event is also exported at top level.
+
+Order within a turn: for each request ``StepStart``, then ``ThoughtDelta`` /
+``TextDelta`` live as the stream arrives, then ``StepEnd``; for a step with
+function calls one ``ToolCallStart`` per call (in call order) and one
+``ToolCallEnd`` per call (as they finish); ``Lifecycle`` events when something
+notable happens; last ``TurnEnd(result)``. A ``StepStart`` with ``attempt > 1``
+means the previous attempt of that step was discarded (any text it showed was
+dropped from the answer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from .limits import TurnResult
+
+__all__ = [
+    "Lifecycle",
+    "StepEnd",
+    "StepStart",
+    "TextDelta",
+    "ThoughtDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "TurnEnd",
+    "TurnEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StepStart:
+    """A model request is about to be sent.
+
+    ``step`` is 1-based; ``attempt`` counts the requests of this step (retries
+    are attempts > 1); ``kind`` is ``"step"`` or ``"final-answer"`` (the request
+    after the step cap, numbered ``max_steps + 1``).
+    """
+
+    step: int
+    max_steps: int
+    attempt: int = 1
+    kind: str = "step"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A fragment of answer text, delivered as it arrives."""
+
+    step: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtDelta:
+    """A fragment of a thought summary (``thought: true`` parts), delivered as it arrives."""
+
+    step: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """A tool call of ``step`` starts; ``index`` is its position among the step's calls."""
+
+    step: int
+    index: int
+    id: str | None
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    """A tool call ended. ``status`` is ``"ok"``, ``"error"``, ``"timeout"`` or ``"aborted"``;
+    ``response`` is the ``functionResponse.response`` sent back; ``elapsed`` in seconds."""
+
+    step: int
+    index: int
+    id: str | None
+    name: str
+    status: str
+    elapsed: float
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnd:
+    """A model request ended.
+
+    ``outcome`` is one of ``"answer"``, ``"tool-calls"``, ``"malformed"``,
+    ``"no-finish"``, ``"error"``, ``"interrupted"``, ``"final-answer"``;
+    ``usage`` is that request's own usage (``{}`` when none was reported).
+    """
+
+    step: int
+    attempt: int
+    raw_finish_reason: str | None
+    usage: dict[str, Any]
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """Something notable happened.
+
+    ``phase``: ``time-limit``, ``stalled``, ``aborted``, ``step-cap``,
+    ``context-cap``, ``provider-error`` (the turn ends; emitted once, just
+    before ``TurnEnd``), ``tool-timeout`` (``tool_name`` set),
+    ``malformed-retry``, ``no-finish-retry``, ``provider-retry``, ``wrapup``.
+    ``tool_call_count`` is the number of tool calls answered so far,
+    ``elapsed`` the seconds since the turn started.
+    """
+
+    phase: str
+    step: int
+    max_steps: int
+    tool_name: str | None
+    tool_call_count: int
+    elapsed: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """The last event of a turn."""
+
+    result: TurnResult
+
+
+TurnEvent = Union[  # noqa: UP007  (a runtime alias: `X | Y` of classes needs 3.10 types.UnionType)
+    StepStart, TextDelta, ThoughtDelta, ToolCallStart, ToolCallEnd, StepEnd, Lifecycle, TurnEnd
+]

@@ -1,0 +1,123 @@
+"""Budgets and the outcome of one agent turn (turn-loop.md L1, L7, L9, L10, L12).
+
+``TurnLimits`` holds every budget of a turn, ``StopReason`` says why it ended
+and ``TurnResult`` is what :func:`fastagg.run_turn` returns.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import ProviderError
+
+__all__ = ["StopReason", "TurnLimits", "TurnResult"]
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    """The budgets of one turn. Times are in seconds.
+
+    ``max_steps``: model requests that may each lead to tool calls (retries of a
+    request are attempts of the same step, the final-answer request after the
+    cap is not a step). ``turn_timeout``: wall clock of the whole turn
+    (``math.inf`` disables it). ``stall_timeout``: no progress (a chunk, a step
+    start, a tool start/finish/heartbeat) for this long ends the turn as
+    ``stalled``; it waits while tools with a finite timeout run, during a
+    provider-retry backoff, and before the first byte of a step when
+    ``first_output_timeout`` is set. ``first_output_timeout``: request sent to
+    first byte, per request. ``wrapup_lead``: the wrap-up nudge is added when
+    less than this remains of a finite ``turn_timeout``. ``tool_timeout``:
+    default per tool execution (``Tool.timeout`` overrides it). ``synth_timeout``:
+    the final-answer request after the step cap. ``max_context_tokens``: the
+    context guard. ``malformed_retries`` (per turn), ``no_finish_retries`` and
+    ``provider_retries`` (per step): retry budgets. ``retry_backoff``: first
+    provider-retry delay when the service names none, doubled per retry (with
+    jitter), capped at ``max_retry_backoff``.
+    """
+
+    max_steps: int = 50
+    turn_timeout: float = 300.0
+    stall_timeout: float | None = None
+    first_output_timeout: float | None = None
+    wrapup_lead: float = 120.0
+    tool_timeout: float = 300.0
+    synth_timeout: float = 60.0
+    max_context_tokens: int | None = None
+    malformed_retries: int = 1
+    no_finish_retries: int = 2
+    provider_retries: int = 2
+    retry_backoff: float = 1.0
+    max_retry_backoff: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"TurnLimits.max_steps must be at least 1, not {self.max_steps}")
+        for name in ("turn_timeout", "tool_timeout", "synth_timeout"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(
+                    f"TurnLimits.{name} must be positive (math.inf disables), not {value}"
+                )
+        for name in ("stall_timeout", "first_output_timeout"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"TurnLimits.{name} must be positive or None, not {value}")
+        for name in ("wrapup_lead", "retry_backoff", "max_retry_backoff"):
+            value = getattr(self, name)
+            if not (value >= 0 and not math.isnan(value)):
+                raise ValueError(f"TurnLimits.{name} must be zero or more, not {value}")
+        for name in ("malformed_retries", "no_finish_retries", "provider_retries"):
+            if getattr(self, name) < 0:
+                raise ValueError(
+                    f"TurnLimits.{name} must be zero or more, not {getattr(self, name)}"
+                )
+        if self.max_context_tokens is not None and self.max_context_tokens < 1:
+            raise ValueError(
+                f"TurnLimits.max_context_tokens must be positive or None, not {self.max_context_tokens}"
+            )
+
+
+class StopReason(str, Enum):
+    """Why a turn ended (turn-loop.md L7 gives the precedence when several apply)."""
+
+    COMPLETED = "completed"
+    STEP_CAP = "step-cap"
+    TIME_LIMIT = "time-limit"
+    STALLED = "stalled"
+    ABORTED = "aborted"
+    CONTEXT_CAP = "context-cap"
+    PROVIDER_ERROR = "provider-error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The outcome of one turn.
+
+    ``text`` is the final answer; when the turn did not complete it is the
+    answer text gathered so far followed by the honest ``message`` (L10).
+    ``finish_reason`` is unified (L4), ``raw_finish_reason`` verbatim.
+    ``contents`` is the whole transcript (input + new), replayable as is.
+    ``usage`` is summed over every request of the turn; ``usage_by_step`` holds
+    each request's own usage (``{}`` when it reported none), in order, failed
+    attempts, retries and the final-answer request included (L12).
+    """
+
+    stop_reason: StopReason
+    finish_reason: str | None
+    raw_finish_reason: str | None
+    text: str
+    message: str | None
+    contents: list[dict[str, Any]]
+    steps_used: int
+    tool_call_count: int
+    elapsed: float
+    usage: dict[str, Any]
+    retries: dict[str, int]
+    error: ProviderError | None
+    usage_by_step: list[dict[str, Any]] = field(default_factory=list)

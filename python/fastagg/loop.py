@@ -1,0 +1,1120 @@
+"""The agent turn loop: :func:`run_turn` and :func:`stream_turn` (turn-loop.md L1-L14).
+
+One turn is: model request -> aggregated stream -> tools -> next request, until
+the model answers or a budget ends the turn. How it is built:
+
+- The turn runs in one task of its own. The clocks (turn deadline, stall
+  watchdog, first-output deadline, final-answer bound) are event-loop timers,
+  and the abort event is watched by one small task; when one fires it records
+  its cause and cancels the turn task. Each section cleans up as the
+  cancellation passes through it (the HTTP response is closed by leaving its
+  ``async with``; a tool batch is cancelled and every unanswered call gets
+  ``{"error": "aborted"}``), then the cause becomes the stop reason. A
+  cancellation with no recorded cause is the caller's own and propagates.
+- The transcript is one list that grows by appending; the request dict holds
+  that list, so a step copies nothing, and the request guard (L2) only
+  checks the contents added since the previous request.
+- Text and thought deltas are turned into events as ``feed()`` returns them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import random
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from . import CallStart as _AggCallStart
+from . import StreamAggregator
+from . import TextDelta as _AggTextDelta
+from .errors import MalformedStreamError, ProviderError
+from .events import (
+    Lifecycle,
+    StepEnd,
+    StepStart,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    TurnEnd,
+    TurnEvent,
+)
+from .limits import StopReason, TurnLimits, TurnResult
+from .model import ModelClient
+from .request import RequestGuard, map_finish_reason
+from .tools import Tool, ToolContext
+
+__all__ = ["run_turn", "stream_turn"]
+
+MALFORMED_NOTE = (
+    "Your previous function call was malformed. Call a declared function with valid JSON "
+    "arguments, one call at a time, or answer in plain text."
+)
+FINAL_ANSWER_NOTE = (
+    "You have reached the step limit for this turn, so tools are now disabled. Using only the "
+    "information gathered so far, give your best final answer now, and say briefly what is "
+    "still missing, if anything."
+)
+WRAPUP_NOTE = (
+    "Time check: about {remaining} of processing time remain for this turn. Finish now: give "
+    "your best answer from what you have gathered, and call another tool only if it is essential."
+)
+
+_PRECEDENCE = {
+    StopReason.TIME_LIMIT: 0,
+    StopReason.STALLED: 1,
+    StopReason.ABORTED: 2,
+    StopReason.CONTEXT_CAP: 3,
+    StopReason.STEP_CAP: 4,
+    StopReason.PROVIDER_ERROR: 5,
+    StopReason.COMPLETED: 6,
+}
+_CAUSES = {
+    "time-limit": StopReason.TIME_LIMIT,
+    "stalled": StopReason.STALLED,
+    "first-output": StopReason.STALLED,
+    "aborted": StopReason.ABORTED,
+}
+_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
+_MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+_PRE_SIGNATURE_MODEL = re.compile(r"^gemini-(1|2)([.-]|$)")
+_EPSILON = 0.0005  # timers may fire this much early
+
+
+async def run_turn(
+    model: ModelClient,
+    contents: list[dict[str, Any]],
+    *,
+    tools: Sequence[Tool | Callable[..., Any]] = (),
+    limits: TurnLimits | None = None,
+    abort: asyncio.Event | None = None,
+    system_instruction: str | dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    on_event: Callable[[TurnEvent], Any] | None = None,
+) -> TurnResult:
+    """Run one agentic turn against ``model`` and return how it ended.
+
+    ``contents`` is the conversation so far (REST camelCase, ending with a user
+    content); it is not modified, ``result.contents`` is the new transcript.
+    ``tools`` are :class:`Tool` objects or plain functions (made into tools by
+    name, type hints and docstring). ``config`` holds top-level request fields
+    (``generationConfig``, ``toolConfig``, ``safetySettings``,
+    ``cachedContent`` ...) merged into every request; a ``tools`` list in it is
+    sent after the function declarations. ``on_event`` receives every
+    :mod:`fastagg.events` event as it happens; when it returns an awaitable, that
+    is awaited before the turn goes on; its exceptions propagate.
+
+    Raises :class:`InvalidRequestError` when a request would be rejected (L2),
+    and ``CancelledError`` when the calling task is cancelled (after cleanup).
+    Everything else (budgets, abort, provider failures) ends the turn with a
+    result whose ``stop_reason`` and ``message`` say what happened.
+    """
+    turn = _Turn(model, contents, tools, limits, abort, system_instruction, config, on_event)
+    task = turn.start()
+    try:
+        await asyncio.wait((task,))
+    except asyncio.CancelledError:
+        await turn.cancel()
+        raise
+    return task.result()
+
+
+async def stream_turn(
+    model: ModelClient,
+    contents: list[dict[str, Any]],
+    *,
+    tools: Sequence[Tool | Callable[..., Any]] = (),
+    limits: TurnLimits | None = None,
+    abort: asyncio.Event | None = None,
+    system_instruction: str | dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    on_event: Callable[[TurnEvent], Any] | None = None,
+) -> AsyncIterator[TurnEvent]:
+    """Run one turn like :func:`run_turn`, yielding its events as they happen.
+
+    The last event is ``TurnEnd(result)``. Closing the iterator early (or
+    cancelling the task that reads it) cancels the turn, with the same cleanup.
+    """
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    sink: Callable[[TurnEvent], Any]
+    if on_event is None:
+        sink = queue.put_nowait
+    else:
+        user = on_event
+
+        async def sink(event: TurnEvent) -> None:
+            result = user(event)
+            if result is not None and inspect.isawaitable(result):
+                await result
+            queue.put_nowait(event)
+
+    turn = _Turn(model, contents, tools, limits, abort, system_instruction, config, sink)
+    task = turn.start()
+    task.add_done_callback(lambda _: queue.put_nowait(_DONE))
+    try:
+        while True:
+            event = await queue.get()
+            if event is _DONE:
+                task.result()  # the turn failed: raise its exception
+                return
+            yield event
+            if type(event) is TurnEnd:
+                await asyncio.wait((task,))
+                return
+    finally:
+        if not task.done():
+            await turn.cancel()
+
+
+_DONE = object()
+
+
+class _Turn:
+    """The state of one turn; see the module docstring for the design."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        contents: list[dict[str, Any]],
+        tools: Sequence[Tool | Callable[..., Any]],
+        limits: TurnLimits | None,
+        abort: asyncio.Event | None,
+        system_instruction: str | dict[str, Any] | None,
+        config: dict[str, Any] | None,
+        sink: Callable[[TurnEvent], Any] | None,
+    ) -> None:
+        self.model = model
+        self.limits = limits = limits if limits is not None else TurnLimits()
+        self.abort = abort
+        self.sink = sink
+        self.tools = _tool_map(tools)
+        self.base = _base_request(list(self.tools.values()), system_instruction, config)
+        self.contents: list[dict[str, Any]] = list(contents)
+        self.request: dict[str, Any] = {"contents": self.contents, **self.base}
+        self.guard = RequestGuard(require_signatures=_requires_signatures(model))
+        self.guard.extend(self.contents)
+        self.guard.check_end()
+        self.track_context = limits.max_context_tokens is not None
+        # progress of the turn
+        self.steps = 0
+        self.tool_calls = 0
+        self.usage: dict[str, Any] = {}
+        self.usage_by_step: list[dict[str, Any]] = []
+        self.retries = {"malformed": 0, "no-finish": 0, "provider": 0}
+        self.texts: list[str] = []
+        self.raw_finish: str | None = None
+        self.error: ProviderError | None = None
+        self.detail: str | None = (
+            None  # the {detail} of the provider-error message, when not derived
+        )
+        self.answer: str | None = (
+            None  # set when the model answered (or the final answer succeeded)
+        )
+        self.blocked = False
+        self.nudged = False
+        self.prompt_tokens: int | None = None
+        self.chars_since = 0
+        # clocks
+        self.cause: str | None = None
+        self.caller_cancelled = False
+        self.finished = False
+        self.cancelling_batch = False
+        self.stall_holds = 0
+        self.stalled_after = 0.0
+        self.last_progress = 0.0
+        self.start_time = 0.0
+        self.deadline = math.inf
+        self.handles: dict[str, asyncio.TimerHandle] = {}
+        self.watcher: asyncio.Task[None] | None = None
+
+    # -- task management -------------------------------------------------
+
+    def start(self) -> asyncio.Task[TurnResult]:
+        self.loop = asyncio.get_running_loop()
+        self.task = self.loop.create_task(self._main())
+        return self.task
+
+    async def cancel(self) -> None:
+        """The caller gave up: cancel the turn and wait for its cleanup."""
+        self.caller_cancelled = True
+        await _reap([self.task])
+
+    def _interrupt(self, cause: str) -> None:
+        if self.cause is None and not self.finished:
+            self.cause = cause
+            self.task.cancel()
+
+    async def _main(self) -> TurnResult:
+        loop = self.loop
+        limits = self.limits
+        self.start_time = self.last_progress = now = loop.time()
+        self.deadline = now + limits.turn_timeout
+        outcome: StopReason | None = None
+        try:
+            try:
+                if math.isfinite(self.deadline):
+                    self.handles["deadline"] = loop.call_at(
+                        self.deadline, self._interrupt, "time-limit"
+                    )
+                if limits.stall_timeout is not None:
+                    self.handles["stall"] = loop.call_at(
+                        now + limits.stall_timeout, self._check_stall
+                    )
+                if self.abort is not None:
+                    self.watcher = loop.create_task(self._watch_abort(self.abort))
+                outcome = await self._drive()
+            except asyncio.CancelledError:
+                if self.caller_cancelled or self.cause is None:
+                    raise
+            finally:
+                self.finished = True
+                for handle in self.handles.values():
+                    handle.cancel()
+                self.handles.clear()
+            result = self._result(outcome)
+            if result.stop_reason is not StopReason.COMPLETED:
+                await self._lifecycle(result.stop_reason.value, min(self.steps, limits.max_steps))
+            await self._emit(TurnEnd(result))
+            return result
+        finally:
+            if self.watcher is not None:
+                await _reap([self.watcher])
+
+    async def _watch_abort(self, abort: asyncio.Event) -> None:
+        await abort.wait()
+        self._interrupt("aborted")
+
+    def _check_stall(self) -> None:
+        stall = self.limits.stall_timeout
+        assert stall is not None
+        if self.finished or self.cause is not None:
+            return
+        now = self.loop.time()
+        due = now + stall
+        if not self.stall_holds:
+            due = self.last_progress + stall
+            if now >= due - _EPSILON:
+                self.stalled_after = stall
+                self._interrupt("stalled")
+                return
+        self.handles["stall"] = self.loop.call_at(due, self._check_stall)
+
+    def _heartbeat(self) -> None:
+        self.last_progress = self.loop.time()
+
+    def _remaining(self) -> float | None:
+        if math.isinf(self.deadline):
+            return None
+        return max(0.0, self.deadline - self.loop.time())
+
+    def _holding(self) -> list[StopReason]:
+        """The interrupting causes that hold right now (L1, L7)."""
+        found = []
+        if self.cause in _CAUSES:
+            found.append(_CAUSES[self.cause])
+        if self.loop.time() >= self.deadline - _EPSILON:
+            found.append(StopReason.TIME_LIMIT)
+        if self.abort is not None and self.abort.is_set():
+            found.append(StopReason.ABORTED)
+        return found
+
+    def _checkpoint(self) -> StopReason | None:
+        found = self._holding()
+        return min(found, key=_PRECEDENCE.__getitem__) if found else None
+
+    # -- events ----------------------------------------------------------
+
+    async def _emit(self, event: TurnEvent) -> None:
+        if self.sink is not None:
+            result = self.sink(event)
+            if result is not None and inspect.isawaitable(result):
+                await result
+
+    async def _lifecycle(self, phase: str, step: int, tool_name: str | None = None) -> None:
+        if self.sink is not None:
+            await self._emit(
+                Lifecycle(
+                    phase,
+                    step,
+                    self.limits.max_steps,
+                    tool_name,
+                    self.tool_calls,
+                    self.loop.time() - self.start_time,
+                )
+            )
+
+    # -- the steps -------------------------------------------------------
+
+    async def _drive(self) -> StopReason:
+        limits = self.limits
+        while True:
+            stop = self._checkpoint()
+            if stop is not None:
+                return stop
+            if self.steps >= limits.max_steps:
+                return await self._final_answer()
+            if self.track_context and self._context_exceeded():
+                return StopReason.CONTEXT_CAP
+            self.steps += 1
+            stop = await self._step(self.steps)
+            if stop is not None:
+                return stop
+
+    def _context_exceeded(self) -> bool:
+        cap = self.limits.max_context_tokens
+        if cap is None or self.prompt_tokens is None:
+            return False
+        return self.prompt_tokens + self.chars_since / 4 > cap
+
+    def _append(self, content: dict[str, Any]) -> None:
+        self.contents.append(content)
+        if self.track_context:
+            self.chars_since += len(orjson.dumps(content))
+
+    async def _step(self, step: int) -> StopReason | None:
+        """Run step ``step`` with its retries; None when tools ran and the turn goes on."""
+        limits = self.limits
+        provider_left = limits.provider_retries
+        no_finish_left = limits.no_finish_retries
+        attempt = 0
+        stream_error: dict[str, Any] | None = None
+        while True:
+            attempt += 1
+            if attempt > 1:
+                stop = self._checkpoint()
+                if stop is not None:
+                    return stop
+            self.guard.extend(self.contents)
+            self.guard.check_end()
+            result, error, visible = await self._request(
+                step, attempt, self.request, self._remaining()
+            )
+            raw = result.finish_reason
+            self.raw_finish = raw
+            calls = result.function_calls
+            no_finish = not raw and not calls and not self._blocked(result)
+            if error is None and result.error is not None:
+                error = _stream_error(result.error)
+                if no_finish and not visible and _retryable(error):
+                    stream_error, error = (
+                        result.error,
+                        None,
+                    )  # a no-finish step (L3.4) that says why
+            if error is not None:
+                if _retryable(error) and not visible and provider_left > 0:
+                    delay = self._retry_delay(error, limits.provider_retries - provider_left)
+                    if delay is not None:
+                        provider_left -= 1
+                        self.retries["provider"] += 1
+                        await self._step_end(step, attempt, raw, "error")
+                        await self._lifecycle("provider-retry", step)
+                        await self._backoff(delay)
+                        continue
+                await self._step_end(step, attempt, raw, "error")
+                self.error = error
+                self._gather(result.text)
+                return StopReason.PROVIDER_ERROR
+            if calls:
+                await self._step_end(step, attempt, raw, "tool-calls")
+                self._gather(result.text)
+                await self._run_tools(step, result.content, calls)
+                return None
+            if raw in _MALFORMED:
+                await self._step_end(step, attempt, raw, "malformed")
+                if self.retries["malformed"] < limits.malformed_retries:
+                    self.retries["malformed"] += 1
+                    if not _is_note(self.contents[-1], MALFORMED_NOTE):
+                        self._append({"role": "user", "parts": [{"text": MALFORMED_NOTE}]})
+                    await self._lifecycle("malformed-retry", step)
+                    continue
+                tries = self.retries["malformed"] + 1
+                self.detail = f"the model sent {raw} {_times(tries)}"
+                self.error = ProviderError(
+                    None,
+                    raw,
+                    f"{self.detail} in this turn; the retries with a corrective note did not help",
+                    True,
+                    kind="malformed",
+                    body={"finishReason": raw, "finishMessage": result.finish_message},
+                )
+                return StopReason.PROVIDER_ERROR
+            if no_finish:
+                await self._step_end(step, attempt, raw, "no-finish")
+                if no_finish_left > 0:
+                    no_finish_left -= 1
+                    self.retries["no-finish"] += 1
+                    await self._lifecycle("no-finish-retry", step)
+                    continue
+                why = (
+                    ""
+                    if stream_error is None
+                    else f"; last error in the stream: {_error_label(stream_error)}"
+                )
+                self.detail = (
+                    f"no finish reason in {attempt} attempts" if attempt > 1 else "no finish reason"
+                )
+                self.error = ProviderError(
+                    None,
+                    "NO_FINISH_REASON",
+                    f"the model's response ended without a finish reason {_times(attempt)}{why}",
+                    True,
+                    kind="no-finish-reason",
+                    body=stream_error,
+                )
+                self._gather(result.text)
+                return StopReason.PROVIDER_ERROR
+            await self._step_end(step, attempt, raw, "answer")
+            if _has_substance(result.parts):
+                self._append(result.content)
+            self.answer = result.text
+            return StopReason.COMPLETED
+
+    def _blocked(self, result: Any) -> bool:
+        feedback = result.prompt_feedback
+        if isinstance(feedback, Mapping) and feedback.get("blockReason"):
+            self.blocked = True
+            self.raw_finish = str(feedback["blockReason"])
+            return True
+        return False
+
+    def _gather(self, text: str) -> None:
+        if text:
+            self.texts.append(text)
+
+    def _retry_delay(self, error: ProviderError, done: int) -> float | None:
+        """Seconds to wait before retry number ``done + 1``; None when that would pass the deadline."""
+        limits = self.limits
+        if error.retry_after is not None:
+            delay = max(0.0, float(error.retry_after))
+        else:
+            delay = min(limits.retry_backoff * 2**done, limits.max_retry_backoff)
+            delay *= random.uniform(0.5, 1.0)
+        remaining = self._remaining()
+        if remaining is not None and delay >= remaining:
+            return None
+        return delay
+
+    async def _backoff(self, delay: float) -> None:
+        self.stall_holds += 1  # waiting on purpose is not a stall
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            self.stall_holds -= 1
+            self.last_progress = self.loop.time()
+
+    async def _step_end(self, step: int, attempt: int, raw: str | None, outcome: str) -> None:
+        if self.sink is not None:
+            await self._emit(StepEnd(step, attempt, raw, self.usage_by_step[-1], outcome))
+
+    async def _request(
+        self,
+        step: int,
+        attempt: int,
+        request: dict[str, Any],
+        timeout: float | None,
+        kind: str = "step",
+    ) -> tuple[Any, ProviderError | None, bool]:
+        """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
+        loop = self.loop
+        sink = self.sink
+        if sink is not None:
+            await self._emit(StepStart(step, self.limits.max_steps, attempt, kind))
+        self.last_progress = loop.time()
+        agg = StreamAggregator()
+        visible = False
+        error: ProviderError | None = None
+        first_timeout = self.limits.first_output_timeout
+        waiting = first_timeout is not None
+        if first_timeout is not None:
+            self.stall_holds += 1
+            self.handles["first"] = loop.call_later(first_timeout, self._interrupt, "first-output")
+        try:
+            async with self.model.stream(request, timeout=timeout) as body:
+                async for chunk in body:
+                    if waiting:
+                        waiting = False
+                        self.stall_holds -= 1
+                        self.handles.pop("first").cancel()
+                    self.last_progress = loop.time()
+                    try:
+                        deltas = agg.feed(chunk)
+                    except MalformedStreamError as exc:
+                        visible = await self._deltas(step, exc.deltas) or visible
+                        error = ProviderError(
+                            None, "MALFORMED_STREAM", str(exc), True, kind="malformed"
+                        )
+                        break
+                    if deltas:
+                        visible = await self._deltas(step, deltas) or visible
+        except ProviderError as exc:
+            error = exc
+        except (ConnectionError, EOFError) as exc:
+            error = ProviderError(
+                None, "CONNECTION", f"{type(exc).__name__}: {exc}", True, kind="connection"
+            )
+        except TimeoutError as exc:
+            error = ProviderError(
+                None, "DEADLINE_EXCEEDED", f"the request timed out: {exc}", True, kind="timeout"
+            )
+        except asyncio.CancelledError:
+            partial = agg.snapshot()
+            self._record_usage(partial.usage)
+            self._gather(partial.text)
+            self.raw_finish = partial.finish_reason
+            await self._step_end(step, attempt, partial.finish_reason, "interrupted")
+            raise
+        finally:
+            if waiting:
+                self.stall_holds -= 1
+                handle = self.handles.pop("first", None)
+                if handle is not None:
+                    handle.cancel()
+        result = agg.close()
+        self._record_usage(result.usage)
+        return result, error, visible
+
+    async def _deltas(self, step: int, deltas: list[Any]) -> bool:
+        """Deliver text and thought deltas as events; True when visible output came."""
+        visible = False
+        sink = self.sink
+        for delta in deltas:
+            kind = type(delta)
+            if kind is _AggTextDelta:
+                if delta.candidate:
+                    continue
+                if delta.thought:
+                    if sink is not None:
+                        await self._emit(ThoughtDelta(step, delta.text))
+                else:
+                    visible = True
+                    if sink is not None:
+                        await self._emit(TextDelta(step, delta.text))
+            elif kind is _AggCallStart and not delta.candidate:
+                visible = True
+        return visible
+
+    def _record_usage(self, usage: dict[str, Any] | None) -> None:
+        usage = usage or {}
+        self.usage_by_step.append(usage)
+        if usage:
+            _add_usage(self.usage, usage)
+            prompt = usage.get("promptTokenCount")
+            if isinstance(prompt, int):
+                self.prompt_tokens = prompt
+                self.chars_since = 0
+
+    # -- tools (L5, L6, L8) ----------------------------------------------
+
+    async def _run_tools(
+        self, step: int, content: dict[str, Any], calls: list[dict[str, Any]]
+    ) -> None:
+        self._append(content)
+        responses: list[dict[str, Any] | None] = [None] * len(calls)
+        for i, call in enumerate(calls):
+            if self.sink is not None:
+                await self._emit(
+                    ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
+                )
+        self.last_progress = started = self.loop.time()
+        tasks = [
+            self.loop.create_task(self._call_tool(step, i, call, responses))
+            for i, call in enumerate(calls)
+        ]
+        try:
+            if len(tasks) == 1:
+                await tasks[0]
+            else:
+                await asyncio.gather(*tasks)
+        except BaseException:
+            self.cancelling_batch = True
+            try:
+                await _reap(tasks)
+            finally:
+                self.cancelling_batch = False
+                await self._answer_calls(step, calls, responses, started, final=False)
+            raise
+        await self._answer_calls(step, calls, responses, started, final=True)
+
+    async def _answer_calls(
+        self,
+        step: int,
+        calls: list[dict[str, Any]],
+        responses: list[dict[str, Any] | None],
+        started: float,
+        *,
+        final: bool,
+    ) -> None:
+        """Append the user content with one function response per call, in call order."""
+        parts: list[dict[str, Any]] = []
+        for i, call in enumerate(calls):
+            response = responses[i]
+            if response is None:
+                response = {"error": "aborted"}
+                if self.sink is not None:
+                    await self._emit(
+                        ToolCallEnd(
+                            step,
+                            i,
+                            call.get("id"),
+                            call["name"],
+                            "aborted",
+                            self.loop.time() - started,
+                            response,
+                        )
+                    )
+            fr: dict[str, Any] = {}
+            if call.get("id") is not None:
+                fr["id"] = call["id"]
+            fr["name"] = call["name"]
+            fr["response"] = response
+            parts.append({"functionResponse": fr})
+        remaining = self._remaining()
+        if (
+            final
+            and not self.nudged
+            and remaining is not None
+            and remaining < self.limits.wrapup_lead
+        ):
+            self.nudged = True
+            parts.append({"text": WRAPUP_NOTE.format(remaining=_fmt_duration(remaining))})
+            await self._lifecycle("wrapup", step)
+        self._append({"role": "user", "parts": parts})
+
+    async def _call_tool(
+        self, step: int, i: int, call: dict[str, Any], responses: list[dict[str, Any] | None]
+    ) -> None:
+        loop = self.loop
+        name = call["name"]
+        tool = self.tools.get(name)
+        start = loop.time()
+        status = "ok"
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            response: dict[str, Any] = {
+                "error": f"Unknown tool {name!r}. Available tools: {known}."
+            }
+            status = "error"
+        else:
+            timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout
+            own = math.isfinite(timeout)
+            ctx = None
+            if tool.wants_context:
+                ctx = ToolContext(
+                    abort=self.abort if self.abort is not None else asyncio.Event(),
+                    deadline=min(start + timeout, self.deadline),
+                    heartbeat=self._heartbeat,
+                    clock=loop.time,
+                    tool_name=name,
+                    call_id=call.get("id"),
+                    step=step,
+                )
+            task = asyncio.current_task()
+            assert task is not None
+            timed_out = False
+
+            def on_timeout() -> None:
+                nonlocal timed_out
+                timed_out = True
+                task.cancel()
+
+            handle = loop.call_later(timeout, on_timeout) if own else None
+            if own:
+                self.stall_holds += 1  # the tool's own timeout bounds it (L7)
+            try:
+                response = {"output": _jsonable(await tool.invoke(call.get("args") or {}, ctx))}
+            except asyncio.CancelledError:
+                if ctx is not None:
+                    ctx.cancelled.set()
+                if timed_out:
+                    response = {
+                        "error": f"{name} timed out after {_fmt_seconds(timeout)}s and was stopped"
+                    }
+                    status = "timeout"
+                elif self.cause is None and not self.caller_cancelled and not self.cancelling_batch:
+                    response = {"error": "CancelledError: the tool cancelled itself"}
+                    status = "error"
+                else:
+                    raise
+                uncancel = getattr(task, "uncancel", None)
+                if timed_out and uncancel is not None:
+                    uncancel()
+            except Exception as exc:  # noqa: BLE001  (any tool failure goes back to the model)
+                response = {"error": f"{type(exc).__name__}: {exc}"}
+                status = "error"
+            finally:
+                if handle is not None:
+                    handle.cancel()
+                if own:
+                    self.stall_holds -= 1
+                self.last_progress = loop.time()
+        responses[i] = response
+        self.tool_calls += 1
+        if status == "timeout":
+            await self._lifecycle("tool-timeout", step, name)
+        if self.sink is not None:
+            await self._emit(
+                ToolCallEnd(step, i, call.get("id"), name, status, loop.time() - start, response)
+            )
+
+    # -- step cap (L9) ---------------------------------------------------
+
+    async def _final_answer(self) -> StopReason:
+        limits = self.limits
+        note = {"role": "user", "parts": [{"text": FINAL_ANSWER_NOTE}]}
+        guard = self.guard.fork()
+        guard.extend(self.contents)
+        guard.add(note)
+        guard.check_end()
+        request = {**self.base, "contents": [*self.contents, note]}
+        request["toolConfig"] = _tools_off(request.get("toolConfig"))
+        remaining = self._remaining()
+        window = limits.synth_timeout if remaining is None else min(limits.synth_timeout, remaining)
+        self.handles["synth"] = self.loop.call_later(window, self._interrupt, "synth-timeout")
+        step = limits.max_steps + 1
+        try:
+            result, error, _ = await self._request(step, 1, request, window, "final-answer")
+        except asyncio.CancelledError:
+            if self.cause != "synth-timeout" or self.caller_cancelled:
+                raise
+            self.cause = None  # the final answer timed out; the turn itself goes on to end
+            uncancel = getattr(self.task, "uncancel", None)
+            if uncancel is not None:
+                uncancel()
+            return StopReason.STEP_CAP
+        finally:
+            handle = self.handles.pop("synth", None)
+            if handle is not None:
+                handle.cancel()
+        await self._step_end(step, 1, result.finish_reason, "final-answer")
+        if error is None and result.error is None and result.text and not result.function_calls:
+            self.contents.append(note)
+            self._append(result.content)
+            self.answer = result.text
+        return StopReason.STEP_CAP
+
+    # -- the result (L4, L10) --------------------------------------------
+
+    def _result(self, outcome: StopReason | None) -> TurnResult:
+        limits = self.limits
+        answered = self.answer is not None
+        stop = outcome
+        if not answered:
+            found = self._holding()
+            if outcome is not None:
+                found.append(outcome)
+            stop = min(found, key=_PRECEDENCE.__getitem__)
+        assert stop is not None
+        n = self.tool_calls
+        message: str | None
+        if stop is StopReason.COMPLETED:
+            message = None
+        elif stop is StopReason.STEP_CAP:
+            message = (
+                f"I gathered information across {_calls(n)} but reached the {limits.max_steps}-step "
+                "limit for a single turn before I could finish. Please narrow the request or break it "
+                "into smaller asks and I'll continue."
+                if n
+                else f"I reached the {limits.max_steps}-step limit for a single turn before I could "
+                "finish. Please narrow the request or break it into smaller asks and I'll continue."
+            )
+        elif stop is StopReason.TIME_LIMIT:
+            message = (
+                f"I had to stop after {_fmt_duration(limits.turn_timeout)} — this turn hit its "
+                f"processing time limit. I completed {_calls(n)} before stopping; ask me to continue "
+                "and I'll pick up from there."
+            )
+        elif stop is StopReason.STALLED:
+            after = (
+                self.limits.first_output_timeout
+                if self.cause == "first-output"
+                else self.stalled_after
+            )
+            message = (
+                f"I had to stop because this turn made no progress for {_fmt_seconds(after or 0.0)}s — "
+                "a tool or model call appears to be stuck. I completed "
+                f"{_calls(n)} before stopping; ask me to continue and I'll pick up from there."
+            )
+        elif stop is StopReason.ABORTED:
+            message = f"This turn was stopped before I could finish. I completed {_calls(n)} before stopping."
+        elif stop is StopReason.CONTEXT_CAP:
+            message = (
+                "I had to stop because this conversation no longer fits the model's context window. "
+                "Start a new conversation or ask me to summarize."
+            )
+        else:
+            message = f"The model service failed ({self.detail or _error_detail(self.error)}). Please try again."
+        if answered and (stop is StopReason.COMPLETED or stop is StopReason.STEP_CAP):
+            text = self.answer or ""
+        else:
+            gathered = "\n\n".join(self.texts)
+            text = f"{gathered}\n\n{message}" if gathered else (message or "")
+        if stop is StopReason.COMPLETED:
+            finish = "content-filter" if self.blocked else map_finish_reason(self.raw_finish)
+        elif stop is StopReason.STEP_CAP:
+            finish = map_finish_reason(self.raw_finish) if answered else "tool-calls"
+        elif stop is StopReason.PROVIDER_ERROR:
+            finish = "error"
+        else:
+            finish = None
+        return TurnResult(
+            stop_reason=stop,
+            finish_reason=finish,
+            raw_finish_reason=self.raw_finish,
+            text=text,
+            message=message,
+            contents=self.contents,
+            steps_used=self.steps,
+            tool_call_count=n,
+            elapsed=self.loop.time() - self.start_time,
+            usage=self.usage,
+            retries=self.retries,
+            error=self.error if stop is StopReason.PROVIDER_ERROR else None,
+            usage_by_step=self.usage_by_step,
+        )
+
+
+# -- helpers --------------------------------------------------------------
+
+
+async def _reap(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Cancel ``tasks`` and wait until all are done, even if we are cancelled meanwhile."""
+    for task in tasks:
+        task.cancel()
+    pending = [t for t in tasks if not t.done()]
+    interrupted: BaseException | None = None
+    while pending:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError as exc:
+            interrupted = exc
+        pending = [t for t in pending if not t.done()]
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # mark retrieved: the first failure is already propagating
+    if interrupted is not None:
+        raise interrupted
+
+
+def _tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    out: dict[str, Tool] = {}
+    for item in tools:
+        t = item if isinstance(item, Tool) else Tool.from_function(item)
+        if t.name in out:
+            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+        out[t.name] = t
+    return out
+
+
+def _base_request(
+    tools: list[Tool],
+    system_instruction: str | dict[str, Any] | None,
+    config: dict[str, Any] | None,
+) -> dict[str, Any]:
+    base: dict[str, Any] = {}
+    if system_instruction is not None:
+        base["systemInstruction"] = (
+            {"parts": [{"text": system_instruction}]}
+            if isinstance(system_instruction, str)
+            else system_instruction
+        )
+    if tools:
+        base["tools"] = [{"functionDeclarations": [t.declaration() for t in tools]}]
+    for key, value in (config or {}).items():
+        if key == "contents":
+            raise ValueError("config cannot set contents; pass them as the contents argument")
+        if key == "tools" and "tools" in base:
+            base["tools"] = [*base["tools"], *value]
+        elif isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            base[key] = _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _tools_off(tool_config: Any) -> dict[str, Any]:
+    """``toolConfig`` with function calling disabled (mode NONE; no allowed names)."""
+    config = dict(tool_config) if isinstance(tool_config, Mapping) else {}
+    calling = dict(config.get("functionCallingConfig") or {})
+    calling.pop("allowedFunctionNames", None)
+    calling["mode"] = "NONE"
+    config["functionCallingConfig"] = calling
+    return config
+
+
+def _requires_signatures(model: Any) -> bool:
+    """Gemini 3 and later sign every function-call step; earlier models may not (L2)."""
+    name = str(getattr(model, "model", "") or "").rsplit("/", 1)[-1].lower()
+    return not _PRE_SIGNATURE_MODEL.match(name)
+
+
+def _is_note(content: dict[str, Any], note: str) -> bool:
+    return content.get("role") == "user" and content.get("parts") == [{"text": note}]
+
+
+def _has_substance(parts: list[dict[str, Any]]) -> bool:
+    """False for an empty or reasoning-only model content (thoughts, empty signed text)."""
+    for part in parts:
+        if part.get("thought") is True:
+            continue
+        if (
+            "text" in part
+            and not part["text"]
+            and all(k in ("text", "thought", "thoughtSignature") for k in part)
+        ):
+            continue
+        return True
+    return False
+
+
+def _retryable(error: ProviderError) -> bool:
+    return (
+        bool(error.retryable) or error.status in _RETRYABLE_STATUS or error.code in _RETRYABLE_CODES
+    )
+
+
+def _stream_error(error: dict[str, Any]) -> ProviderError:
+    code = error.get("code")
+    status = code if isinstance(code, int) and not isinstance(code, bool) else None
+    rpc = error.get("status") if isinstance(error.get("status"), str) else None
+    message = str(error.get("message") or "error event in the response stream")
+    retryable = status in _RETRYABLE_STATUS or rpc in _RETRYABLE_CODES
+    return ProviderError(
+        status,
+        rpc,
+        message,
+        retryable,
+        _retry_info(error.get("details")),
+        kind="in-stream",
+        body=error,
+    )
+
+
+def _retry_info(details: Any) -> float | None:
+    """``RetryInfo.retryDelay`` (e.g. ``"1.5s"``) of a google.rpc.Status, in seconds."""
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith(
+            "google.rpc.RetryInfo"
+        ):
+            delay = detail.get("retryDelay")
+            if isinstance(delay, str) and delay.endswith("s"):
+                try:
+                    return float(delay[:-1])
+                except ValueError:
+                    return None
+    return None
+
+
+def _error_label(error: Mapping[str, Any]) -> str:
+    return (
+        " ".join(str(x) for x in (error.get("code"), error.get("status")) if x is not None)
+        or "unknown"
+    )
+
+
+def _error_detail(error: ProviderError | None) -> str:
+    """The short ``{detail}`` of the provider-error message (L10)."""
+    if error is None:
+        return "unknown error"
+    if error.kind == "http":
+        return " ".join(x for x in ("HTTP", str(error.status or ""), error.code or "") if x)
+    if error.kind == "in-stream":
+        label = " ".join(str(x) for x in (error.status, error.code) if x is not None)
+        return f"{label or 'an error'} in the response stream"
+    if error.kind == "connection":
+        return "connection lost"
+    if error.kind == "timeout":
+        return "request timed out"
+    if error.code == "MALFORMED_STREAM":
+        return "unreadable response stream"
+    return error.code or error.kind
+
+
+def _add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
+    """Sum ``usage`` into ``total`` field by field (L12); per-modality lists by modality."""
+    for key, value in usage.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, list)):
+            total[key] = value
+        elif isinstance(value, list):
+            merged = {
+                d.get("modality"): dict(d) for d in total.get(key, []) if isinstance(d, Mapping)
+            }
+            for entry in value:
+                if not isinstance(entry, Mapping):
+                    continue
+                have = merged.get(entry.get("modality"))
+                if have is None:
+                    merged[entry.get("modality")] = dict(entry)
+                else:
+                    have["tokenCount"] = have.get("tokenCount", 0) + entry.get("tokenCount", 0)
+            total[key] = list(merged.values())
+        else:
+            total[key] = total.get(key, 0) + value
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return orjson.loads(
+        orjson.dumps(
+            value,
+            default=_json_default,
+            option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+        )
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return str(value)
+
+
+def _calls(n: int) -> str:
+    return f"{n} tool call" if n == 1 else f"{n} tool calls"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def _fmt_seconds(seconds: float) -> str:
+    """``30`` -> ``"30"``, ``0.05`` -> ``"0.05"``, ``90.0`` -> ``"90"``."""
+    return f"{seconds:g}"
+
+
+def _fmt_duration(seconds: float) -> str:
+    """``"0.5s"`` under a second, ``"45s"``, ``"2m 5s"``, ``"5m"``, ``"1h 2m"``."""
+    if seconds < 1:
+        return f"{seconds:.1f}s"
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if not hours and not minutes:
+        return f"{secs}s"
+    pieces = [f"{hours}h"] if hours else []
+    if minutes:
+        pieces.append(f"{minutes}m")
+    if secs:
+        pieces.append(f"{secs}s")
+    return " ".join(pieces)

@@ -1,0 +1,483 @@
+"""Tools for the turn loop: :class:`Tool`, the :func:`tool` decorator and :class:`ToolContext`.
+
+The JSON schema of a tool's parameters is derived from its type hints and the
+``Args:`` section of its docstring (Google style; Sphinx ``:param x:`` also
+works). Supported types: ``str``, ``int``, ``float``, ``bool``, ``list[T]``
+(also ``Sequence[T]``, ``set[T]``, ``tuple[T, ...]``), ``dict`` / ``dict[str, T]``,
+``Optional[T]`` / ``T | None``, ``Literal[...]``, ``Enum`` subclasses, nested
+dataclasses and ``TypedDict``s, ``Any``. Schemas are plain JSON Schema, sent as
+``parametersJsonSchema``; nested types are inlined (recursive types are
+rejected). Arguments the model sends are converted back: enum values become
+members, objects become dataclass instances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import functools
+import inspect
+import re
+import threading
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, Union, overload
+
+__all__ = ["Tool", "ToolContext", "tool"]
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
+_SECTION_RE = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Returns|Return|Yields|"
+    r"Raises|Examples?|Notes?|Attributes|See Also|Warnings?|Todo):\s*$"
+)
+_ARG_SECTIONS = {
+    "Args",
+    "Arguments",
+    "Parameters",
+    "Params",
+    "Keyword Args",
+    "Keyword Arguments",
+    "Attributes",
+}
+_ARG_LINE_RE = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_RE = re.compile(r"^:param\s+(?:[^:]*\s)?([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*)$")
+
+Convert = Callable[[Any], Any]
+
+
+class ToolContext:
+    """What a tool may ask for by declaring a parameter annotated ``ToolContext``.
+
+    ``abort``: the turn's abort event (the caller's, or a private one).
+    ``deadline``: the event-loop time (``asyncio.get_running_loop().time()``,
+    monotonic seconds) at which this call is cut off: its own timeout or the
+    turn's deadline, whichever is first (``math.inf`` when neither).
+    ``cancelled``: a ``threading.Event`` set when this call is cancelled
+    (timeout, abort, turn deadline, stall): sync tools running in a worker thread
+    cannot be interrupted, so they should poll it and return early.
+    ``heartbeat()`` tells the stall watchdog the tool is alive (thread-safe).
+    """
+
+    __slots__ = (
+        "_beat",
+        "_clock",
+        "abort",
+        "call_id",
+        "cancelled",
+        "deadline",
+        "step",
+        "tool_name",
+    )
+
+    def __init__(
+        self,
+        *,
+        abort: asyncio.Event,
+        deadline: float,
+        heartbeat: Callable[[], None],
+        clock: Callable[[], float],
+        tool_name: str = "",
+        call_id: str | None = None,
+        step: int = 0,
+    ) -> None:
+        self.abort = abort
+        self.deadline = deadline
+        self.tool_name = tool_name
+        self.call_id = call_id
+        self.step = step
+        self.cancelled = threading.Event()
+        self._beat = heartbeat
+        self._clock = clock
+
+    def heartbeat(self) -> None:
+        """Mark progress: a tool that calls this regularly is never reported as stalled."""
+        self._beat()
+
+    def remaining(self) -> float:
+        """Seconds left before this call is cut off (may be ``math.inf``)."""
+        return self.deadline - self._clock()
+
+
+class Tool:
+    """A function the model may call.
+
+    ``parameters`` is a JSON schema of the arguments object; when None it is
+    derived from ``fn``'s signature, type hints and docstring, and so is a
+    missing ``description``. ``timeout`` (seconds) overrides
+    ``TurnLimits.tool_timeout`` for this tool (``math.inf``: no timeout of its
+    own). ``fn`` may be sync (run in a worker thread) or async, and may take a
+    parameter annotated ``ToolContext``. A ``Tool`` is callable like ``fn``.
+    """
+
+    __slots__ = (
+        "_convert",
+        "_ctx_param",
+        "_is_async",
+        "description",
+        "fn",
+        "name",
+        "parameters",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        description: str | None = None,
+        parameters: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        if not _NAME_RE.match(name):
+            raise ValueError(
+                f"tool name {name!r} is not a valid Gemini function name: start with a letter or "
+                "underscore, then letters, digits, '_', '.', ':' or '-', at most 64 characters"
+            )
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"Tool.timeout must be positive or None, not {timeout}")
+        self.name = name
+        self.fn = fn
+        self.timeout = timeout
+        derived = _derive(fn)
+        self.description = description if description is not None else derived.description
+        self.parameters = parameters if parameters is not None else derived.schema
+        self._ctx_param = derived.ctx_param
+        self._convert = derived.convert if parameters is None else {}
+        self._is_async = _is_async_callable(fn)
+
+    @property
+    def wants_context(self) -> bool:
+        """Whether ``fn`` takes a :class:`ToolContext` parameter."""
+        return self._ctx_param is not None
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any]) -> Tool:
+        """A Tool named after ``fn`` (its ``__name__``), described by its docstring."""
+        name = getattr(fn, "__name__", None)
+        if not isinstance(name, str):
+            raise TypeError(f"cannot name a tool after {fn!r}; wrap it in Tool(name, fn)")
+        return cls(name, fn)
+
+    def declaration(self) -> dict[str, Any]:
+        """The ``functionDeclarations`` entry (REST camelCase)."""
+        decl: dict[str, Any] = {"name": self.name}
+        if self.description:
+            decl["description"] = self.description
+        if self.parameters and self.parameters.get("properties") != {}:
+            decl["parametersJsonSchema"] = self.parameters
+        return decl
+
+    async def invoke(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> Any:
+        """Call the function with the model's ``args`` (converted) and ``ctx``."""
+        kwargs = {
+            key: (self._convert[key](value) if key in self._convert else value)
+            for key, value in args.items()
+        }
+        if self._ctx_param is not None and ctx is not None:
+            kwargs[self._ctx_param] = ctx
+        if self._is_async:
+            return await self.fn(**kwargs)
+        result = await asyncio.to_thread(self.fn, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, fn={self.fn!r})"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` of a function: ``@tool`` or ``@tool(name=..., timeout=...)``."""
+
+    def make(f: Callable[..., Any]) -> Tool:
+        return Tool(name or f.__name__, f, description, timeout=timeout)
+
+    return make(fn) if fn is not None else make
+
+
+def _is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(_code_of(fn))
+
+
+def _code_of(fn: Any) -> Any:
+    """The function whose annotations describe ``fn`` (partials and callable objects too)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.isfunction(fn) or inspect.ismethod(fn):
+        return fn
+    return type(fn).__call__
+
+
+@dataclasses.dataclass
+class _Derived:
+    description: str | None
+    schema: dict[str, Any]
+    convert: dict[str, Convert]
+    ctx_param: str | None
+
+
+def _derive(fn: Callable[..., Any]) -> _Derived:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot read the signature of {fn!r}: {exc}") from exc
+    try:
+        hints = typing.get_type_hints(_code_of(fn))
+    except Exception as exc:
+        raise TypeError(
+            f"cannot resolve the type hints of {fn!r}: {exc} (under `from __future__ import "
+            "annotations` the types a tool names must be importable from its module, not local)"
+        ) from exc
+    summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    convert: dict[str, Convert] = {}
+    ctx_param = None
+    for pname, param in sig.parameters.items():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        hint = hints.get(pname, Any)
+        if _is_context(hint) or (pname == "ctx" and hint is Any):
+            ctx_param = pname
+            continue
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"tool parameter {pname!r} of {fn!r} is positional-only; tools take keywords"
+            )
+        schema, conv = _schema(hint, f"{getattr(fn, '__name__', fn)}({pname})", ())
+        if pname in arg_docs:
+            schema = {**schema, "description": arg_docs[pname]}
+        properties[pname] = schema
+        if conv is not None:
+            convert[pname] = conv
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+    schema_obj: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema_obj["required"] = required
+    return _Derived(summary or None, schema_obj, convert, ctx_param)
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext``, or ``ToolContext | None``."""
+    if hint is ToolContext:
+        return True
+    args = typing.get_args(hint)
+    return bool(args) and ToolContext in args and all(a in (ToolContext, type(None)) for a in args)
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Summary (text before the first section) and the per-argument descriptions."""
+    lines = doc.splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    arg_indent: int | None = None
+    for raw in lines:
+        line = raw.strip()
+        sphinx = _SPHINX_RE.match(line)
+        if sphinx:
+            current = sphinx.group(1)
+            args[current] = sphinx.group(2).strip()
+            section = "sphinx"
+            continue
+        header = _SECTION_RE.match(line)
+        if header and (len(raw) - len(raw.lstrip())) == 0:
+            section = header.group(1)
+            current, arg_indent = None, None
+            continue
+        if section is None:
+            summary.append(line)
+            continue
+        if section == "sphinx":
+            if line.startswith(":"):
+                current = None
+            elif line and current is not None:
+                args[current] = f"{args[current]} {line}".strip()
+            continue
+        if section not in _ARG_SECTIONS or not line:
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        match = _ARG_LINE_RE.match(line)
+        if match and (arg_indent is None or indent <= arg_indent):
+            arg_indent = indent
+            current = match.group(1)
+            args[current] = match.group(2).strip()
+        elif current is not None:
+            args[current] = f"{args[current]} {line}".strip()
+    text = "\n".join(summary).strip()
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text, args
+
+
+_PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _schema(hint: Any, where: str, stack: tuple[Any, ...]) -> tuple[dict[str, Any], Convert | None]:
+    """JSON schema of ``hint`` and, when the value needs it, a converter from JSON."""
+    if hint is Any or hint is object or hint is inspect.Parameter.empty:
+        return {}, None
+    if hint in _PRIMITIVES:
+        return {"type": _PRIMITIVES[hint]}, (_to_float if hint is float else None)
+    if hint is type(None):
+        return {"type": "null"}, None
+    if hint in (list, tuple, set, frozenset) or hint is Sequence:
+        return {"type": "array"}, (None if hint in (list, Sequence) else hint)
+    if hint is dict or hint is Mapping:
+        return {"type": "object"}, None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        values = [member.value for member in hint]
+        schema = _enum_schema(values)
+        return schema, hint
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _object_schema(hint, where, stack, dataclass_=True)
+    if _is_typeddict(hint):
+        return _object_schema(hint, where, stack, dataclass_=False)
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _schema(args[0], where, stack)
+    if origin is Literal:
+        return _enum_schema(list(args)), None
+    if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        nullable = len(members) < len(args)
+        subs = [_schema(a, where, stack) for a in members]
+        if len(subs) == 1:
+            schema, conv = subs[0]
+            if not nullable:
+                return schema, conv
+            if isinstance(schema.get("type"), str) and "enum" not in schema:
+                return {**schema, "type": [schema["type"], "null"]}, _optional(conv)
+            return {"anyOf": [schema, {"type": "null"}]}, _optional(conv)
+        any_of = [s for s, _ in subs] + ([{"type": "null"}] if nullable else [])
+        if any(c is not None for _, c in subs):
+            raise TypeError(f"{where}: a union of enums or objects is not supported; use one type")
+        return {"anyOf": any_of}, None
+    if origin in (list, set, frozenset, tuple) or origin in (Sequence, typing.Sequence):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis) and args:
+            raise TypeError(
+                f"{where}: fixed-length tuples are not supported; use tuple[T, ...] or list[T]"
+            )
+        item_schema, item_conv = _schema(args[0], where, stack) if args else ({}, None)
+        array: dict[str, Any] = {"type": "array"}
+        if item_schema:
+            array["items"] = item_schema
+        container: Any = list if origin in (list, Sequence, typing.Sequence) else origin
+        if item_conv is None and container is list:
+            return array, None
+        return array, _list_converter(item_conv, container)
+    if origin in (dict, Mapping, typing.Mapping):
+        if args and args[0] is not str:
+            raise TypeError(f"{where}: dict keys must be str (JSON object keys), not {args[0]!r}")
+        value_schema, value_conv = _schema(args[1], where, stack) if args else ({}, None)
+        obj_schema: dict[str, Any] = {"type": "object"}
+        if value_schema:
+            obj_schema["additionalProperties"] = value_schema
+        if value_conv is None:
+            return obj_schema, None
+        return obj_schema, lambda v: {k: value_conv(x) for k, x in v.items()}
+    raise TypeError(f"{where}: type {hint!r} is not supported in tool parameters")
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    kinds = {type(v) for v in values}
+    if kinds == {str}:
+        return {"type": "string", "enum": values}
+    if kinds == {bool}:
+        return {"type": "boolean", "enum": values}
+    if kinds <= {int}:
+        return {"type": "integer", "enum": values}
+    if kinds <= {int, float}:
+        return {"type": "number", "enum": values}
+    return {"enum": values}
+
+
+def _is_typeddict(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__required_keys__")
+
+
+def _object_schema(
+    cls: Any, where: str, stack: tuple[Any, ...], *, dataclass_: bool
+) -> tuple[dict[str, Any], Convert | None]:
+    if cls in stack:
+        raise TypeError(f"{where}: recursive type {cls.__name__} is not supported")
+    stack = (*stack, cls)
+    hints = typing.get_type_hints(cls)
+    _, field_docs = _parse_docstring(inspect.getdoc(cls) or "")
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    convert: dict[str, Convert] = {}
+    if dataclass_:
+        names = [f.name for f in dataclasses.fields(cls) if f.init]
+        defaults = {
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        }
+        required = [n for n in names if n not in defaults]
+    else:
+        names = list(hints)
+        required = [n for n in names if n in cls.__required_keys__]
+    for fname in names:
+        schema, conv = _schema(hints.get(fname, Any), f"{where}.{fname}", stack)
+        if fname in field_docs:
+            schema = {**schema, "description": field_docs[fname]}
+        properties[fname] = schema
+        if conv is not None:
+            convert[fname] = conv
+    obj: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        obj["required"] = required
+    if not dataclass_:
+        if not convert:
+            return obj, None
+        return obj, lambda v: {k: (convert[k](x) if k in convert else x) for k, x in v.items()}
+
+    def to_dataclass(value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object for {cls.__name__}, got {type(value).__name__}")
+        return cls(**{k: (convert[k](x) if k in convert else x) for k, x in value.items()})
+
+    return obj, to_dataclass
+
+
+def _optional(conv: Convert | None) -> Convert | None:
+    if conv is None:
+        return None
+    return lambda v: None if v is None else conv(v)
+
+
+def _to_float(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _list_converter(item: Convert | None, container: Any) -> Convert:
+    if item is None:
+        return lambda v: container(v)
+    return lambda v: container(item(x) for x in v)
