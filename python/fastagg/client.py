@@ -1,0 +1,393 @@
+"""``GeminiClient``: the built-in ``ModelClient`` over httpx, for the Gemini API and Vertex AI.
+
+The client only moves bytes: it builds the ``:streamGenerateContent?alt=sse``
+URL and headers, serializes the request with orjson, and hands the raw body
+chunks to the caller (the turn loop feeds them to the Rust aggregator). Non-200
+answers and transport failures become :class:`fastagg.errors.ProviderError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import orjson
+
+from .errors import ProviderError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["GeminiClient", "parse_retry_after", "provider_error_from_response", "retry_info_delay"]
+
+GEMINI_API_HOST = "https://generativelanguage.googleapis.com"
+VERTEX_GLOBAL_HOST = "https://aiplatform.googleapis.com"
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+USER_AGENT = "fastagg/0.1.0"
+
+#: HTTP statuses that are worth retrying (turn-loop.md L3).
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+# Without a per-request timeout, connecting is bounded and reading is not:
+# a thinking model may be silent for minutes, and the turn loop owns the clocks.
+DEFAULT_TIMEOUT = httpx.Timeout(connect=30.0, read=None, write=60.0, pool=60.0)
+
+# An error body larger than this is cut (a proxy's HTML page, say).
+MAX_ERROR_BODY = 256 * 1024
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
+
+
+class GeminiClient:
+    """Streams ``streamGenerateContent`` from the Gemini API or Vertex AI (a ``ModelClient``).
+
+    Gemini API (default): ``api_key`` or env ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``,
+    sent as ``x-goog-api-key``; API version ``v1beta`` unless ``api_version`` is given.
+
+    Vertex AI (``vertex=True``): with ``project`` (or env ``GOOGLE_CLOUD_PROJECT``)
+    the path is ``projects/{p}/locations/{loc}/publishers/google/models/{m}`` on
+    ``{loc}-aiplatform.googleapis.com`` (``aiplatform.googleapis.com`` for
+    ``location="global"``, the default; env ``GOOGLE_CLOUD_LOCATION``), authorized
+    with a bearer token from ``credentials`` or Application Default Credentials
+    (needs the ``vertex`` extra, google-auth). Without a project but with an API
+    key it is Vertex express mode: ``publishers/google/models/{m}`` on the
+    global host. API version ``v1beta1`` unless ``api_version`` is given.
+
+    ``base_url`` replaces scheme and host (and may carry a path prefix); the
+    version and resource path are appended as google-genai does with
+    ``HttpOptions(base_url=...)``. ``http_client`` lets several clients share one
+    ``httpx.AsyncClient``; it is then not closed by :meth:`aclose`.
+
+    Use as ``async with GeminiClient(...) as model:`` or call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        vertex: bool = False,
+        project: str | None = None,
+        location: str | None = None,
+        credentials: Any = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        api_version: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("GeminiClient needs a model name, e.g. 'gemini-3-flash-preview'")
+        self.model = model
+        self.vertex = vertex
+        self.project: str | None = None
+        self.location: str | None = None
+        self._credentials = credentials
+        self._token_lock = asyncio.Lock()
+        self._headers: dict[str, str] = {
+            "content-type": "application/json",
+            "user-agent": USER_AGENT,
+        }
+        if vertex:
+            self._init_vertex(model, api_key, project, location, credentials, base_url, api_version)
+        else:
+            self._init_gemini(model, api_key, base_url, api_version)
+        if headers:
+            self._headers.update({k.lower(): v for k, v in headers.items()})
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.AsyncClient(
+            timeout=DEFAULT_TIMEOUT,
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        )
+
+    def _init_gemini(
+        self, model: str, api_key: str | None, base_url: str | None, api_version: str | None
+    ) -> None:
+        key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        if not key:
+            raise ValueError(
+                "no API key for the Gemini API: pass GeminiClient(api_key=...) or set "
+                "GEMINI_API_KEY (for Vertex AI pass vertex=True)"
+            )
+        self.api_version = api_version or "v1beta"
+        self._auth = "api-key"
+        self._headers["x-goog-api-key"] = key
+        name = model.removeprefix("models/")
+        self.url = _join(base_url or GEMINI_API_HOST, self.api_version, f"models/{name}")
+
+    def _init_vertex(
+        self,
+        model: str,
+        api_key: str | None,
+        project: str | None,
+        location: str | None,
+        credentials: Any,
+        base_url: str | None,
+        api_version: str | None,
+    ) -> None:
+        self.api_version = api_version or "v1beta1"
+        if api_key and (project or credentials is not None):
+            raise ValueError(
+                "Vertex AI takes either an API key (express mode) or project/credentials, not both"
+            )
+        project = project or (None if api_key else os.environ.get("GOOGLE_CLOUD_PROJECT"))
+        key = api_key or (None if project else os.environ.get("GOOGLE_API_KEY"))
+        name = model.removeprefix("models/")
+        if not name.startswith(("publishers/", "projects/")):
+            name = f"publishers/google/models/{name}"
+        if project is None:
+            if not key:
+                raise ValueError(
+                    "Vertex AI needs project= (or env GOOGLE_CLOUD_PROJECT) with credentials, "
+                    "or api_key= (or env GOOGLE_API_KEY) for express mode"
+                )
+            self._auth = "api-key"
+            self._headers["x-goog-api-key"] = key
+            self.url = _join(base_url or VERTEX_GLOBAL_HOST, self.api_version, name)
+            return
+        loc = location or os.environ.get("GOOGLE_CLOUD_LOCATION") or "global"
+        self.project = project
+        self.location = loc
+        self._auth = "bearer"
+        host = VERTEX_GLOBAL_HOST if loc == "global" else f"https://{loc}-aiplatform.googleapis.com"
+        if not name.startswith("projects/"):
+            name = f"projects/{project}/locations/{loc}/{name}"
+        self.url = _join(base_url or host, self.api_version, name)
+
+    @property
+    def stream_url(self) -> str:
+        """The full POST URL of ``streamGenerateContent`` (``alt=sse`` included)."""
+        return f"{self.url}:streamGenerateContent?alt=sse"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool (only when this client created it)."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    def __repr__(self) -> str:
+        backend = "vertex" if self.vertex else "gemini"
+        return f"GeminiClient(model={self.model!r}, backend={backend!r}, url={self.url!r})"
+
+    async def _request_headers(self) -> dict[str, str]:
+        if self._auth != "bearer":
+            return self._headers
+        token = await self._bearer_token()
+        return {**self._headers, "authorization": f"Bearer {token}"}
+
+    async def _bearer_token(self) -> str:
+        async with self._token_lock:
+            google_auth = _import_google_auth()
+            try:
+                creds = self._credentials
+                if creds is None:
+                    creds, _ = await asyncio.to_thread(
+                        google_auth.default, scopes=[CLOUD_PLATFORM_SCOPE]
+                    )
+                    self._credentials = creds
+                if not getattr(creds, "valid", False) or not getattr(creds, "token", None):
+                    from google.auth.transport.requests import Request
+
+                    # refresh() does blocking HTTP: keep it off the event loop.
+                    await asyncio.to_thread(creds.refresh, Request())
+            except google_auth.exceptions.GoogleAuthError as exc:
+                raise ProviderError(
+                    None, "UNAUTHENTICATED",
+                    f"could not get a Vertex AI access token: {type(exc).__name__}: {exc}",
+                    False,
+                ) from exc
+            token: str = creds.token
+            return token
+
+    @asynccontextmanager
+    async def stream(
+        self, request: dict[str, Any], *, timeout: float | None = None
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """POST ``request`` and yield an iterator over the raw body chunks.
+
+        ``timeout`` (seconds) bounds connecting and each wait for bytes; the
+        turn loop passes the time it has left. Raises :class:`ProviderError`
+        for a non-200 answer (``kind="http"``), for transport failures before or
+        during the body (``kind="connection"``) and for timeouts
+        (``kind="timeout"``). The response is closed when the block exits, however
+        it exits.
+        """
+        body = orjson.dumps(request)
+        headers = await self._request_headers()
+        http_timeout = DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(max(timeout, 0.001))
+        req = self._http.build_request(
+            "POST", self.stream_url, content=body, headers=headers, timeout=http_timeout
+        )
+        try:
+            response = await self._http.send(req, stream=True)
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, "before the response started") from exc
+        try:
+            if response.status_code != 200:
+                raise await _read_error(response)
+            yield _BodyStream(response)
+        finally:
+            await response.aclose()
+
+
+class _BodyStream:
+    """The body chunks of one response, transport errors turned into ``ProviderError``."""
+
+    __slots__ = ("_chunks", "_received")
+
+    def __init__(self, response: httpx.Response) -> None:
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        # Raw bytes when nothing is to be decoded: no extra copies on the hot path.
+        self._chunks = (
+            response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
+        )
+        self._received = 0
+
+    def __aiter__(self) -> _BodyStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._chunks.__anext__()
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, f"after {self._received} bytes of the body") from exc
+        self._received += len(chunk)
+        return chunk
+
+
+def _join(base: str, version: str, resource: str) -> str:
+    return f"{base.rstrip('/')}/{version.strip('/')}/{resource}"
+
+
+def _import_google_auth() -> Any:
+    try:
+        import google.auth
+        import google.auth.exceptions
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "Vertex AI with a project needs google-auth: pip install 'fastagg[vertex]' "
+            "(or use an API key: GeminiClient(..., vertex=True, api_key=...))"
+        ) from exc
+    return google.auth
+
+
+def _transport_error(exc: httpx.TransportError, where: str) -> ProviderError:
+    name = type(exc).__name__
+    detail = str(exc) or name
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderError(
+            None, "DEADLINE_EXCEEDED", f"timed out {where}: {name}: {detail}", True,
+            kind="timeout",
+        )
+    return ProviderError(
+        None, "CONNECTION", f"connection failed {where}: {name}: {detail}", True,
+        kind="connection",
+    )
+
+
+async def _read_error(response: httpx.Response) -> ProviderError:
+    raw = bytearray()
+    try:
+        async for piece in response.aiter_bytes():
+            raw += piece
+            if len(raw) >= MAX_ERROR_BODY:
+                break
+    except httpx.TransportError:
+        pass  # the status is what matters; keep what arrived
+    return provider_error_from_response(
+        response.status_code, bytes(raw[:MAX_ERROR_BODY]), response.headers,
+        reason=response.reason_phrase,
+    )
+
+
+def provider_error_from_response(
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str] | None = None,
+    *,
+    reason: str = "",
+    now: float | None = None,
+) -> ProviderError:
+    """Build the ``ProviderError`` for a non-200 answer with this status, body and headers.
+
+    The body is a google.rpc.Status JSON (``{"error": {"code", "message",
+    "status", "details"}}``, sometimes wrapped in a one-element array); anything
+    else is quoted in the message.
+    """
+    error: dict[str, Any] | None = None
+    try:
+        parsed = orjson.loads(body) if body.strip() else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
+        parsed = parsed[0]
+    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+        error = parsed["error"]
+    retry_after = parse_retry_after((headers or {}).get("retry-after"), now=now)
+    if error is not None:
+        code = error.get("status") if isinstance(error.get("status"), str) else None
+        message = str(error.get("message") or f"HTTP {status} {reason}".strip())
+        if retry_after is None:
+            retry_after = retry_info_delay(error.get("details"))
+        return ProviderError(
+            status, code, message, status in RETRYABLE_STATUSES, retry_after,
+            kind="http", body=parsed,
+        )
+    text = body.decode("utf-8", "replace").strip()
+    snippet = text[:300] + ("…" if len(text) > 300 else "")
+    message = f"HTTP {status} {reason}".strip() + (f": {snippet}" if snippet else "")
+    return ProviderError(status, None, message, status in RETRYABLE_STATUSES, retry_after)
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if math.isnan(seconds):
+        return None
+    return max(seconds, 0.0)
+
+
+def retry_info_delay(details: object) -> float | None:
+    """``retryDelay`` of a ``google.rpc.RetryInfo`` detail: ``"1.5s"`` or ``{"seconds", "nanos"}``."""
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith(
+            "google.rpc.RetryInfo"
+        ):
+            continue
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str):
+            match = _DURATION.match(delay)
+            if match:
+                return float(match.group(1))
+        elif isinstance(delay, dict):
+            try:
+                return float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9
+            except (TypeError, ValueError):
+                return None
+    return None
