@@ -17,6 +17,7 @@ from fastagg.testing.chunks import (
     final,
     malformed_call,
     signature,
+    streamed_call,
     text,
     thought,
     usage,
@@ -460,6 +461,7 @@ async def test_l13_event_sequence_of_a_tool_turn() -> None:
     assert kinds == [
         "StepStart",
         "ThoughtDelta",
+        "ToolCallDelta",
         "StepEnd",
         "ToolCallStart",
         "ToolCallEnd",
@@ -471,9 +473,10 @@ async def test_l13_event_sequence_of_a_tool_turn() -> None:
     ]
     assert seen[0] == events.StepStart(1, 50, 1, "step")
     assert seen[1] == events.ThoughtDelta(1, "Planning.")
-    assert seen[2] == events.StepEnd(1, 1, "STOP", usage(10, 5), "tool-calls")
-    assert seen[3] == events.ToolCallStart(1, 0, "e-0", "lookup", {"q": "a"})
-    end = seen[4]
+    assert seen[2] == events.ToolCallDelta(1, 1, "lookup", None, None)
+    assert seen[3] == events.StepEnd(1, 1, "STOP", usage(10, 5), "tool-calls")
+    assert seen[4] == events.ToolCallStart(1, 0, "e-0", "lookup", {"q": "a"})
+    end = seen[5]
     assert (end.step, end.index, end.id, end.name, end.status, end.response) == (
         1,
         0,
@@ -484,6 +487,19 @@ async def test_l13_event_sequence_of_a_tool_turn() -> None:
     )
     assert [e.text for e in seen if isinstance(e, events.TextDelta)] == ["Sunny ", "today."]
     assert seen[-1] == events.TurnEnd(result)
+
+
+async def test_l13_streamed_call_arguments_are_delivered_live() -> None:
+    streamed = streamed_call("lookup", {"q": "abc"}, id="s1", signature=signature("s"), piece=2)
+    model = ScriptedModel(Reply([*streamed, final()]), answer("Done."))
+    seen: list[Any] = []
+    result = await turn(model, tools=[lookup], on_event=seen.append)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [e for e in seen if isinstance(e, events.ToolCallDelta)] == [
+        events.ToolCallDelta(1, 0, "lookup", None, None),
+        events.ToolCallDelta(1, 0, "lookup", "$.q", "ab"),
+        events.ToolCallDelta(1, 0, "lookup", "$.q", "c"),
+    ]
 
 
 async def test_l13_stream_turn_delivers_text_live() -> None:

@@ -278,7 +278,9 @@ class _Printer:
     def __init__(self, stream: IO[str], color: bool) -> None:
         self.stream = stream
         self.color = color
-        self.mode = ""  # "thought", "text" or "" (at the start of a line)
+        # "thought", "text", (step, part) of a streamed call, or "" at a line start
+        self.mode: Any = ""
+        self.path: str | None = None
 
     def _c(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -321,6 +323,21 @@ class _Printer:
                 self.write(self._c("1", "model: "))
                 self.mode = "text"
             self.write(event.text)
+        elif isinstance(event, ev.ToolCallDelta):
+            # Streamed arguments (Vertex partialArgs) show as they arrive.
+            if event.json_path is None:
+                return
+            key = (event.step, event.part)
+            if self.mode != key:
+                self.end_run()
+                self.write(self._c("36", f"⋯ {event.name} streaming "))
+                self.mode = key
+                self.path = None
+            if event.json_path != self.path:
+                self.write(self._c("2", f" {event.json_path}="))
+                self.path = event.json_path
+            shown = event.value if isinstance(event.value, str) else json.dumps(event.value)
+            self.write(self._c("36", shown.replace("\n", "⏎")))
         elif isinstance(event, ev.ToolCallStart):
             args = json.dumps(event.args, ensure_ascii=False)
             self.line(self._c("36", f"→ {event.name}") + self._c("36", f"({args})"))

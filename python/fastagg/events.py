@@ -30,6 +30,7 @@ __all__ = [
     "StepStart",
     "TextDelta",
     "ThoughtDelta",
+    "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
     "TurnEnd",
@@ -66,6 +67,24 @@ class ThoughtDelta:
 
     step: int
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A function call is being streamed by the model, before it is complete.
+
+    ``part`` is the call's position in the step's parts. The first event of a
+    call has ``json_path`` None (the call was seen, with its ``name`` when
+    known); each later one carries an argument fragment as the model sends it
+    (``partialArgs``: a string piece to append, or a scalar). Complete calls
+    give only the first event. ``ToolCallStart`` follows once the step ends.
+    """
+
+    step: int
+    part: int
+    name: str | None
+    json_path: str | None
+    value: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,5 +156,13 @@ class TurnEnd:
 
 
 TurnEvent = Union[  # noqa: UP007  (a runtime alias: `X | Y` of classes needs 3.10 types.UnionType)
-    StepStart, TextDelta, ThoughtDelta, ToolCallStart, ToolCallEnd, StepEnd, Lifecycle, TurnEnd
+    StepStart,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolCallEnd,
+    StepEnd,
+    Lifecycle,
+    TurnEnd,
 ]

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from . import ArgDelta as _AggArgDelta
 from . import CallStart as _AggCallStart
 from . import StreamAggregator
 from . import TextDelta as _AggTextDelta
@@ -40,6 +41,7 @@ from .events import (
     TextDelta,
     ThoughtDelta,
     ToolCallEnd,
+    ToolCallDelta,
     ToolCallStart,
     TurnEnd,
     TurnEvent,
@@ -527,6 +529,7 @@ class _Turn:
             await self._emit(StepStart(step, self.limits.max_steps, attempt, kind))
         self.last_progress = loop.time()
         agg = StreamAggregator()
+        self.call_names: dict[int, str | None] = {}
         visible = False
         error: ProviderError | None = None
         first_timeout = self.limits.first_output_timeout
@@ -597,6 +600,14 @@ class _Turn:
                         await self._emit(TextDelta(step, delta.text))
             elif kind is _AggCallStart and not delta.candidate:
                 visible = True
+                self.call_names[delta.index] = delta.name
+                if sink is not None:
+                    await self._emit(ToolCallDelta(step, delta.index, delta.name, None, None))
+            elif kind is _AggArgDelta and not delta.candidate and sink is not None:
+                name = self.call_names.get(delta.index)
+                await self._emit(
+                    ToolCallDelta(step, delta.index, name, delta.json_path, delta.value)
+                )
         return visible
 
     def _record_usage(self, usage: dict[str, Any] | None) -> None:
