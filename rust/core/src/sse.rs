@@ -244,6 +244,9 @@ struct Braces {
     depth: i64,
     in_str: bool,
     esc: bool,
+    /// The count came back to zero on the current line: the block ends with
+    /// that line, whatever follows on it.
+    balanced: bool,
 }
 
 impl Braces {
@@ -278,7 +281,10 @@ impl Braces {
                 };
                 match rest.get(k) {
                     Some(b'{') => self.depth += 1,
-                    Some(b'}') => self.depth -= 1,
+                    Some(b'}') => {
+                        self.depth -= 1;
+                        self.balanced |= self.depth <= 0;
+                    }
                     _ => self.in_str = true,
                 }
                 i += k + 1;
@@ -290,7 +296,7 @@ impl Braces {
     /// what a pending backslash escapes. Returns whether the block is complete.
     fn end_line(&mut self) -> bool {
         self.esc = false;
-        self.depth <= 0
+        self.balanced
     }
 }
 
@@ -1323,6 +1329,15 @@ mod tests {
         assert_eq!(
             frames_all_splits(1000, body),
             vec![p(0, "{\"a\":1} trailing")]
+        );
+    }
+
+    #[test]
+    fn f13_block_ends_with_the_line_on_which_braces_balance() {
+        let body = b"{\"error\":{}} {\ndata: {}\n\n";
+        assert_eq!(
+            frames_all_splits(1000, body),
+            vec![p(0, "{\"error\":{}} {"), p(15, "{}")]
         );
     }
 
