@@ -34,8 +34,10 @@ async def main(question: str) -> None:
     elif os.environ.get("GOOGLE_CLOUD_PROJECT"):
         model = GeminiClient(MODEL, vertex=True)
     else:
-        print("turn_live.py: set GEMINI_API_KEY (or GOOGLE_CLOUD_PROJECT for Vertex AI) to run "
-              "against the real service; skipping.")
+        print(
+            "turn_live.py: set GEMINI_API_KEY (or GOOGLE_CLOUD_PROJECT for Vertex AI) to run "
+            "against the real service; skipping."
+        )
         return
     async with model:
         result = await run_turn(
@@ -45,8 +47,10 @@ async def main(question: str) -> None:
             limits=TurnLimits(max_steps=5, turn_timeout=120),
         )
     print(result.text)
-    print(f"-- {result.stop_reason} ({result.raw_finish_reason}), {result.steps_used} steps, "
-          f"{result.tool_call_count} tool calls, {result.elapsed:.1f}s, usage {result.usage}")
+    print(
+        f"-- {result.stop_reason} ({result.raw_finish_reason}), {result.steps_used} steps, "
+        f"{result.tool_call_count} tool calls, {result.elapsed:.1f}s, usage {result.usage}"
+    )
 
 
 if __name__ == "__main__":

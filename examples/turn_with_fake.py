@@ -18,9 +18,10 @@ from fastagg.testing import DEMO_PROMPT, FakeGemini, demo_scenario, demo_tools
 
 
 async def main() -> None:
-    async with FakeGemini(demo_scenario()) as server, GeminiClient(
-        "gemini-3-flash-preview", base_url=server.url, api_key="fake"
-    ) as model:
+    async with (
+        FakeGemini(demo_scenario()) as server,
+        GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="fake") as model,
+    ):
         result = await run_turn(
             model,
             [{"role": "user", "parts": [{"text": DEMO_PROMPT}]}],
@@ -28,9 +29,11 @@ async def main() -> None:
             limits=TurnLimits(max_steps=10, turn_timeout=60),
         )
     print(result.text)
-    print(f"-- {result.stop_reason}: {result.steps_used} steps, {result.tool_call_count} tool calls, "
-          f"retries {result.retries}, {len(server.requests)} requests, "
-          f"{result.usage.get('totalTokenCount')} tokens")
+    print(
+        f"-- {result.stop_reason}: {result.steps_used} steps, {result.tool_call_count} tool calls, "
+        f"retries {result.retries}, {len(server.requests)} requests, "
+        f"{result.usage.get('totalTokenCount')} tokens"
+    )
 
 
 if __name__ == "__main__":

@@ -34,12 +34,22 @@ from fastagg.testing import (
     thought,
 )
 
-SCRIPT = [Step(chunks=[
-    chunk(thought("**Drafting the note**\n\nI'll save the packing list.")),
-    *streamed_call("save_note", {"title": "Picnic", "body": "Sunscreen, a hat, a blanket, water."},
-                   id="fc_1", signature=signature("ui example"), piece=8),
-    final(),
-], tiny_writes=16)]
+SCRIPT = [
+    Step(
+        chunks=[
+            chunk(thought("**Drafting the note**\n\nI'll save the packing list.")),
+            *streamed_call(
+                "save_note",
+                {"title": "Picnic", "body": "Sunscreen, a hat, a blanket, water."},
+                id="fc_1",
+                signature=signature("ui example"),
+                piece=8,
+            ),
+            final(),
+        ],
+        tiny_writes=16,
+    )
+]
 
 
 def render(delta: object) -> None:
@@ -63,9 +73,11 @@ def render(delta: object) -> None:
 async def main() -> None:
     request = {"contents": [{"role": "user", "parts": [{"text": "Save my picnic list."}]}]}
     aggregator = StreamAggregator()
-    async with FakeGemini(SCRIPT) as server, GeminiClient(
-        "gemini-3-flash-preview", base_url=server.url, api_key="fake"
-    ) as model, model.stream(request, timeout=30) as body:
+    async with (
+        FakeGemini(SCRIPT) as server,
+        GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="fake") as model,
+        model.stream(request, timeout=30) as body,
+    ):
         async for block in body:
             for delta in aggregator.feed(block):
                 render(delta)

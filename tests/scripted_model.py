@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
 from fastagg.errors import ProviderError
 from fastagg.loop import run_turn
 from fastagg.request import check_request

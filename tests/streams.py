@@ -36,7 +36,7 @@ def chunkings(body: bytes) -> Iterator[tuple[str, Sequence[bytes]]]:
 
 def delta_tuple(delta: Any) -> tuple[Any, ...]:
     """A delta as (class name, fields...) so both implementations compare."""
-    return (type(delta).__name__,) + tuple(getattr(delta, f) for f in delta.__match_args__)
+    return (type(delta).__name__, *(getattr(delta, f) for f in delta.__match_args__))
 
 
 def as_json(value: Any) -> str:

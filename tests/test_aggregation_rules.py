@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from fastagg.errors import AggregatorClosed, MalformedStreamError
 
 # --------------------------------------------------------------------------
@@ -60,9 +61,7 @@ def run(impl: ModuleType, data: bytes, **kwargs: Any) -> Any:
     return agg.close()
 
 
-def run_chunks(
-    impl: ModuleType, *chunks: dict[str, Any], **kwargs: Any
-) -> tuple[Any, list[Any]]:
+def run_chunks(impl: ModuleType, *chunks: dict[str, Any], **kwargs: Any) -> tuple[Any, list[Any]]:
     """Feed chunks as one SSE body; return the closed result and the deltas."""
     agg = impl.StreamAggregator(**kwargs)
     deltas = agg.feed(sse(*chunks))
@@ -257,9 +256,7 @@ def test_f4_bare_error_block_pretty_printed(impl: ModuleType) -> None:
         "message": 'The model is overloaded. {Please} try again "later" }',
         "status": "UNAVAILABLE",
     }
-    block = (
-        json.dumps({"error": error}, indent=2).replace("\n", "\r\n").encode() + b"\r\n"
-    )
+    block = json.dumps({"error": error}, indent=2).replace("\n", "\r\n").encode() + b"\r\n"
     agg = impl.StreamAggregator()
     deltas = agg.feed(sse(HELLO) + block)
     assert deltas == [impl.TextDelta(0, 0, "Hello", False), impl.StreamError(error)]
@@ -442,9 +439,7 @@ def test_f1_feed_rejects_text(impl: ModuleType) -> None:
 def test_f7_result_independent_of_chunking(impl: ModuleType) -> None:
     body = (
         b"\xef\xbb\xbf: hi\r\n"
-        + sse(
-            chunk({"text": "caf\u00e9 \u2028 \U0001f600", "thought": True}), eol=b"\r"
-        )
+        + sse(chunk({"text": "caf\u00e9 \u2028 \U0001f600", "thought": True}), eol=b"\r")
         + sse(chunk(fc({"thoughtSignature": "c2ln"}, name="f", willContinue=True)))
         + sse(
             chunk(
@@ -458,9 +453,7 @@ def test_f7_result_independent_of_chunking(impl: ModuleType) -> None:
         + sse(chunk(fc(), finish="STOP"), eol=b"\n")
     )
     whole = view(run(impl, body))
-    assert whole[0].startswith(
-        b'{"candidates":[{"content":{"role":"model","parts":[{"text":"caf'
-    )
+    assert whole[0].startswith(b'{"candidates":[{"content":{"role":"model","parts":[{"text":"caf')
     for size in (1, 2, 3, 7):
         assert view(feed_in_pieces(impl, body, size)) == whole
     for cut in range(len(body)):
@@ -512,9 +505,7 @@ def test_f10_every_error_of_the_call_is_collected(impl: ModuleType) -> None:
         ("invalid-utf8", 11, 1),
     ]
     assert first.errors[0] is first
-    assert (
-        str(first.errors[1]) == "event 1 at byte 11 is not valid UTF-8; it was skipped"
-    )
+    assert str(first.errors[1]) == "event 1 at byte 11 is not valid UTF-8; it was skipped"
     assert first.deltas == [impl.TextDelta(0, 0, "Hello", False)]
 
 
@@ -548,12 +539,7 @@ def test_f11_event_too_large_error(impl: ModuleType) -> None:
     big = dumps(chunk({"text": "y" * 100}))
     with pytest.raises(MalformedStreamError) as info:
         agg.feed(
-            b"data: "
-            + big[:40]
-            + b"\ndata: "
-            + big[40:]
-            + b"\n\n"
-            + sse({"modelVersion": "m"})
+            b"data: " + big[:40] + b"\ndata: " + big[40:] + b"\n\n" + sse({"modelVersion": "m"})
         )
     assert (info.value.kind, info.value.offset, info.value.event_index) == (
         "event-too-large",
@@ -569,20 +555,13 @@ def test_f11_event_too_large_error(impl: ModuleType) -> None:
 
 def test_f11_event_of_exactly_max_event_bytes_is_accepted(impl: ModuleType) -> None:
     payload = dumps(HELLO)
-    assert run(impl, sse(payload), max_event_bytes=len(payload)).parts == [
-        {"text": "Hello"}
-    ]
+    assert run(impl, sse(payload), max_event_bytes=len(payload)).parts == [{"text": "Hello"}]
 
 
 def test_f8_strict_false_turns_errors_into_warnings(impl: ModuleType) -> None:
     agg = impl.StreamAggregator(strict=False, max_event_bytes=100)
     deltas = agg.feed(
-        sse(HELLO)
-        + b"data: {x\n\ndata: 5\n\n"
-        + b"data: "
-        + b"z" * 101
-        + b"\n\n"
-        + sse(WORLD)
+        sse(HELLO) + b"data: {x\n\ndata: 5\n\n" + b"data: " + b"z" * 101 + b"\n\n" + sse(WORLD)
     )
     assert deltas == [
         impl.TextDelta(0, 0, "Hello", False),
@@ -613,9 +592,7 @@ def test_e1_error_event_recorded_with_stream_error_delta(impl: ModuleType) -> No
         "details": [{"@type": "x"}],
     }
     agg = impl.StreamAggregator()
-    deltas = agg.feed(
-        sse(HELLO, {"usageMetadata": {"totalTokenCount": 3}, "error": error}, WORLD)
-    )
+    deltas = agg.feed(sse(HELLO, {"usageMetadata": {"totalTokenCount": 3}, "error": error}, WORLD))
     assert deltas == [
         impl.TextDelta(0, 0, "Hello", False),
         impl.StreamError(error),
@@ -752,9 +729,7 @@ def test_e5_other_candidate_keys_last_non_null_in_first_arrival_order(
     impl: ModuleType,
 ) -> None:
     first = {
-        "candidates": [
-            {"safetyRatings": [{"category": "A"}], "avgLogprobs": -0.5, "tokenCount": 3}
-        ]
+        "candidates": [{"safetyRatings": [{"category": "A"}], "avgLogprobs": -0.5, "tokenCount": 3}]
     }
     second = {
         "candidates": [
@@ -793,11 +768,7 @@ def test_e9_citations_concatenated_without_exact_duplicates(impl: ModuleType) ->
     c3 = {"startIndex": 1, "uri": "a"}
     result, _ = run_chunks(
         impl,
-        {
-            "candidates": [
-                {"finishReason": "STOP", "citationMetadata": {"citations": [c1, c2]}}
-            ]
-        },
+        {"candidates": [{"finishReason": "STOP", "citationMetadata": {"citations": [c1, c2]}}]},
         {
             "candidates": [
                 {
@@ -834,9 +805,7 @@ def test_e9_citations_concatenated_without_exact_duplicates(impl: ModuleType) ->
 
 
 def test_e6_complete_needs_a_finish_reason_on_candidate_0(impl: ModuleType) -> None:
-    result, _ = run_chunks(
-        impl, chunk({"text": "a"}), chunk({"text": "b"}, index=1, finish="STOP")
-    )
+    result, _ = run_chunks(impl, chunk({"text": "a"}), chunk({"text": "b"}, index=1, finish="STOP"))
     assert result.complete is False
     assert result.finish_reason is None
     result, _ = run_chunks(impl, chunk({"text": "a"}, finish="STOP"))
@@ -876,11 +845,7 @@ def test_e7_wrong_shapes_warned_and_ignored(impl: ModuleType) -> None:
                 {
                     "content": {
                         "parts": [
-                            {
-                                "functionCall": {
-                                    "partialArgs": [1, pa("$.a", stringValue="v")]
-                                }
-                            }
+                            {"functionCall": {"partialArgs": [1, pa("$.a", stringValue="v")]}}
                         ]
                     }
                 },
@@ -947,9 +912,7 @@ def test_p1_text_runs_merge_by_thought_flag(impl: ModuleType) -> None:
 def test_p2_empty_plain_text_dropped_without_ending_the_run(impl: ModuleType) -> None:
     result, deltas = run_chunks(
         impl,
-        chunk(
-            {"text": "a"}, {"text": ""}, {"text": "", "thought": True}, {"text": "b"}
-        ),
+        chunk({"text": "a"}, {"text": ""}, {"text": "", "thought": True}, {"text": "b"}),
     )
     assert result.parts == [{"text": "ab"}]
     assert deltas == [
@@ -963,9 +926,7 @@ def test_p3_signed_text_never_merged(impl: ModuleType) -> None:
     signed_thought = {"thought": True, "text": "", "thoughtSignature": "dA=="}
     result, deltas = run_chunks(
         impl,
-        chunk(
-            {"text": "one"}, signed, {"text": "three"}, signed_thought, {"text": "four"}
-        ),
+        chunk({"text": "one"}, signed, {"text": "three"}, signed_thought, {"text": "four"}),
     )
     assert as_json(result.parts) == as_json(
         [{"text": "one"}, signed, {"text": "three"}, signed_thought, {"text": "four"}]
@@ -1044,9 +1005,7 @@ def test_p9_text_joins_runs_and_signed_parts_in_part_order(impl: ModuleType) -> 
             fc({"thoughtSignature": "cw=="}, name="f", args={}),
             {"text": "B", "thoughtSignature": "cw=="},
         ),
-        chunk(
-            {"text": "C"}, {"text": "!", "thought": True, "thoughtSignature": "cw=="}
-        ),
+        chunk({"text": "C"}, {"text": "!", "thought": True, "thoughtSignature": "cw=="}),
     )
     assert result.text == "ABC"
     assert result.thought_text == "think!"
@@ -1124,9 +1083,7 @@ def test_c4_args_object_sets_top_level_keys(impl: ModuleType) -> None:
         chunk(fc(partialArgs=[pa("$.a", stringValue="y")], willContinue=True)),
         chunk(fc(args={"b": 2, "z": None}, partialArgs=[pa("$.a", stringValue="z")])),
     )
-    assert as_json(result.function_calls[0]["args"]) == as_json(
-        {"a": "xyz", "b": 2, "z": None}
-    )
+    assert as_json(result.function_calls[0]["args"]) == as_json({"a": "xyz", "b": 2, "z": None})
 
 
 def test_c2_chunk_with_id_routes_to_open_call_with_that_id(impl: ModuleType) -> None:
@@ -1199,9 +1156,7 @@ def test_c2_path_affinity_picks_the_call_holding_the_path(impl: ModuleType) -> N
                 willContinue=True,
             )
         ),
-        chunk(
-            fc(name="beta", partialArgs=[pa("$.y", stringValue="Q")], willContinue=True)
-        ),
+        chunk(fc(name="beta", partialArgs=[pa("$.y", stringValue="Q")], willContinue=True)),
         chunk(fc(partialArgs=[pa("$.x", stringValue="R")], willContinue=True)),
         chunk(fc(partialArgs=[pa("$.new", stringValue="S")], willContinue=True)),
     )
@@ -1333,9 +1288,7 @@ def test_c4_arrays_padding_nesting_and_replacement(impl: ModuleType) -> None:
         "flag": 7,
         "e": "",
     }
-    assert as_json(result.parts) == as_json(
-        [{"functionCall": {"name": "put", "args": args}}]
-    )
+    assert as_json(result.parts) == as_json([{"functionCall": {"name": "put", "args": args}}])
     assert deltas == [
         impl.CallStart(0, 0, None, "put"),
         impl.ArgDelta(0, 0, "$.items[2].tags[1]", "t"),
@@ -1419,9 +1372,7 @@ def test_c4_type_conflicts_skipped_with_warning(impl: ModuleType) -> None:
         ("$" + ".a" * 101, "jsonPath deeper than 100 segments"),
     ],
 )
-def test_c5_unsupported_path_skipped_with_warning(
-    impl: ModuleType, path: str, reason: str
-) -> None:
+def test_c5_unsupported_path_skipped_with_warning(impl: ModuleType, path: str, reason: str) -> None:
     result, deltas = run_chunks(
         impl,
         chunk(
@@ -1513,9 +1464,7 @@ def test_c6_argument_will_continue_never_closes_the_call(impl: ModuleType) -> No
     )
     snap = agg.snapshot()
     assert snap.parts == [{"functionCall": {"name": "f", "args": {"a": "x"}}}]
-    deltas = agg.feed(
-        sse(chunk(fc(partialArgs=[pa("$.a", stringValue="y", willContinue=True)])))
-    )
+    deltas = agg.feed(sse(chunk(fc(partialArgs=[pa("$.a", stringValue="y", willContinue=True)]))))
     assert deltas == [
         impl.ArgDelta(0, 0, "$.a", "y"),
         impl.CallEnd(0, 0, {"id": None, "name": "f", "args": {"a": "xy"}}),
@@ -1527,9 +1476,7 @@ def test_c6_first_signature_kept_later_different_one_warned(impl: ModuleType) ->
         impl,
         chunk({"text": "t"}, fc(name="f", willContinue=True)),
         chunk(fc({"thoughtSignature": "Zmlyc3Q="}, willContinue=True)),
-        chunk(
-            fc({"thoughtSignature": "Zmlyc3Q=", "text": "dropped"}, willContinue=True)
-        ),
+        chunk(fc({"thoughtSignature": "Zmlyc3Q=", "text": "dropped"}, willContinue=True)),
         chunk(fc({"thoughtSignature": "b3RoZXI="})),
     )
     assert as_json(result.parts) == as_json(
@@ -1581,12 +1528,8 @@ def test_c6_call_named_by_a_later_chunk(impl: ModuleType) -> None:
         chunk(fc(id="i", partialArgs=[pa("$.a", numberValue=1)], willContinue=True)),
         chunk(fc(id="i", name="late", willContinue=False)),
     )
-    assert result.parts == [
-        {"functionCall": {"id": "i", "name": "late", "args": {"a": 1}}}
-    ]
-    assert deltas[-1] == impl.CallEnd(
-        0, 0, {"id": "i", "name": "late", "args": {"a": 1}}
-    )
+    assert result.parts == [{"functionCall": {"id": "i", "name": "late", "args": {"a": 1}}}]
+    assert deltas[-1] == impl.CallEnd(0, 0, {"id": "i", "name": "late", "args": {"a": 1}})
 
 
 def test_c7_ids_never_invented(impl: ModuleType) -> None:
@@ -1708,9 +1651,7 @@ def test_deltas_for_a_mixed_stream(impl: ModuleType) -> None:
         impl.ArgDelta(0, 1, "$.path", "a.txt"),
         impl.ArgDelta(0, 1, "$.n", 2),
         impl.TextDelta(0, 2, "ok", False),
-        impl.CallEnd(
-            0, 1, {"id": "w1", "name": "write", "args": {"path": "a.txt", "n": 2}}
-        ),
+        impl.CallEnd(0, 1, {"id": "w1", "name": "write", "args": {"path": "a.txt", "n": 2}}),
         impl.CallStart(0, 3, None, "done"),
         impl.CallEnd(0, 3, {"id": None, "name": "done", "args": {}}),
         impl.Finish(0, "STOP"),
@@ -1893,9 +1834,7 @@ def test_d3_feed_chunk_with_a_genai_response(impl: ModuleType) -> None:
                     parts=[
                         types.Part(text="Hi", thought=True),
                         types.Part(
-                            function_call=types.FunctionCall(
-                                id="c1", name="f", args={"a": 1}
-                            ),
+                            function_call=types.FunctionCall(id="c1", name="f", args={"a": 1}),
                             thought_signature=b"\xfb\xef\xbe",
                         ),
                     ],
@@ -1989,9 +1928,7 @@ def test_f15_decoder_splits_cr_lf_across_chunks_and_replaces_bad_utf8(
     dec = impl.SseDecoder()
     assert dec.feed(b"data: caf\xc3") == []
     assert dec.feed(b"\xa9 \xff\r") == []
-    assert dec.feed(b"\n\r") == [
-        impl.SseEvent("message", "caf\u00e9 \ufffd", None, None)
-    ]
+    assert dec.feed(b"\n\r") == [impl.SseEvent("message", "caf\u00e9 \ufffd", None, None)]
     assert dec.feed(b"\ndata: x\r\r") == [impl.SseEvent("message", "x", None, None)]
 
 

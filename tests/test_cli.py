@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from fastagg.testing import chunk, final, signature, text, thought, usage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,17 +29,28 @@ def env() -> dict[str, str]:
     return out
 
 
-def fastagg(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "fastagg", *args], input=stdin, capture_output=True,
-                          env=env(), timeout=timeout, cwd=ROOT, check=False)
+def fastagg(
+    *args: str, stdin: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "fastagg", *args],
+        input=stdin,
+        capture_output=True,
+        env=env(),
+        timeout=timeout,
+        cwd=ROOT,
+        check=False,
+    )
 
 
 def sse(*chunks: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(c, separators=(",", ": ")).encode() + b"\r\n\r\n"
-                    for c in chunks)
+    return b"".join(
+        b"data: " + json.dumps(c, separators=(",", ": ")).encode() + b"\r\n\r\n" for c in chunks
+    )
 
 
 # --- aggregate --------------------------------------------------------------------------------
+
 
 def test_aggregate_prints_the_aggregated_response_as_json() -> None:
     done = fastagg("aggregate", str(WEATHER))
@@ -46,25 +58,43 @@ def test_aggregate_prints_the_aggregated_response_as_json() -> None:
     out = json.loads(done.stdout)
     assert out["text"] == "Let me check the weather in Paris."
     assert out["thought_text"] == (
-        "**Checking the forecast**\n\nThe user wants the weather in Paris, so I'll call get_weather.")
+        "**Checking the forecast**\n\nThe user wants the weather in Paris, so I'll call get_weather."
+    )
     assert out["function_calls"] == [
-        {"id": "t8k2m1qz", "name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}}]
+        {"id": "t8k2m1qz", "name": "get_weather", "args": {"city": "Paris", "unit": "celsius"}}
+    ]
     assert (out["finish_reason"], out["complete"], out["truncated"], out["error"]) == (
-        "STOP", True, False, None)
-    assert out["usage"] == {"promptTokenCount": 61, "candidatesTokenCount": 17,
-                            "thoughtsTokenCount": 90, "totalTokenCount": 168}
+        "STOP",
+        True,
+        False,
+        None,
+    )
+    assert out["usage"] == {
+        "promptTokenCount": 61,
+        "candidatesTokenCount": 17,
+        "thoughtsTokenCount": 90,
+        "totalTokenCount": 168,
+    }
 
 
 def test_aggregate_parts_view_keeps_the_signature_byte_exact() -> None:
     done = fastagg("aggregate", "--parts", str(WEATHER))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [
-        {"text": "**Checking the forecast**\n\nThe user wants the weather in Paris, so I'll call "
-                 "get_weather.", "thought": True},
+        {
+            "text": "**Checking the forecast**\n\nThe user wants the weather in Paris, so I'll call "
+            "get_weather.",
+            "thought": True,
+        },
         {"text": "Let me check the weather in Paris."},
-        {"functionCall": {"id": "t8k2m1qz", "name": "get_weather",
-                          "args": {"city": "Paris", "unit": "celsius"}},
-         "thoughtSignature": WEATHER_SIG},
+        {
+            "functionCall": {
+                "id": "t8k2m1qz",
+                "name": "get_weather",
+                "args": {"city": "Paris", "unit": "celsius"},
+            },
+            "thoughtSignature": WEATHER_SIG,
+        },
     ]
 
 
@@ -105,25 +135,34 @@ def test_usage_errors_exit_2() -> None:
 
 # --- replay-server ------------------------------------------------------------------------------
 
+
 def test_replay_server_serves_a_json_script_until_interrupted(tmp_path: Path) -> None:
     script = tmp_path / "scenario.json"
     steps = [[chunk(text("Bonjour"), finish_reason="STOP")]]
     script.write_text(json.dumps({"steps": steps}))
-    proc = subprocess.Popen([sys.executable, "-m", "fastagg", "replay-server", str(script),
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastagg", "replay-server", str(script), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+        cwd=ROOT,
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline().decode()
         assert first.startswith("fake Gemini serving 1 step(s) at http://127.0.0.1:")
         url = first.rsplit(" ", 1)[1].strip()
         proc.stdout.readline()
-        response = httpx.post(f"{url}/v1beta/models/m:streamGenerateContent?alt=sse",
-                              json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-                              headers={"x-goog-api-key": "k"}, timeout=10)
+        response = httpx.post(
+            f"{url}/v1beta/models/m:streamGenerateContent?alt=sse",
+            json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+            headers={"x-goog-api-key": "k"},
+            timeout=10,
+        )
         assert response.content == sse(steps[0][0])
         assert proc.stdout.readline().decode() == (
-            "POST /v1beta/models/m:streamGenerateContent -> 200 (step 1)\n")
+            "POST /v1beta/models/m:streamGenerateContent -> 200 (step 1)\n"
+        )
     finally:
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=10)
@@ -141,6 +180,7 @@ def test_replay_server_bad_script_exits_2(tmp_path: Path) -> None:
 
 # --- demo and examples (need the turn loop) -----------------------------------------------------
 
+
 def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
     done = fastagg("demo", "--no-color", "--pace", "0")
     out = done.stdout.decode()
@@ -148,7 +188,7 @@ def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
     assert "thinking: **Planning the comparison**" in out
     assert '→ get_weather({"city": "Paris"})' in out
     assert '→ get_weather({"city": "London"})' in out
-    assert '← get_weather ok' in out
+    assert "← get_weather ok" in out
     assert "→ save_note(" in out
     assert "model: Paris is the better pick: 24 °C and sunny" in out
     assert "stop reason : completed" in out
@@ -158,17 +198,30 @@ def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
 def test_demo_live_without_key_exits_2_with_a_hint() -> None:
     environment = env()
     environment.pop("GOOGLE_CLOUD_PROJECT", None)
-    done = subprocess.run([sys.executable, "-m", "fastagg", "demo", "--live"], capture_output=True,
-                          env=environment, timeout=60, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "fastagg", "demo", "--live"],
+        capture_output=True,
+        env=environment,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
     assert done.returncode == 2
     assert b"--live needs GEMINI_API_KEY" in done.stderr
 
 
-@pytest.mark.parametrize("example", ["aggregate_file.py", "turn_with_fake.py", "ui_deltas.py",
-                                     "turn_live.py"])
+@pytest.mark.parametrize(
+    "example", ["aggregate_file.py", "turn_with_fake.py", "ui_deltas.py", "turn_live.py"]
+)
 def test_example_runs(example: str) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / example)], capture_output=True,
-                          env=env(), timeout=60, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / example)],
+        capture_output=True,
+        env=env(),
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
     expected = {
         "aggregate_file.py": b"call:     get_weather",

@@ -5,6 +5,7 @@ give identical deltas, results, warnings and errors; each is split-invariant
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -23,7 +24,7 @@ IDS = st.sampled_from(["c1", "c2"])
 NAMES = st.sampled_from(["get_weather", "write_file"])
 SIGS = st.sampled_from(["c2lnLWE=", "c2lnLWI=", "UPDiDZpGV+X0CBoq7GJtMZHhOIgI4uD3RRz9kous/w=="])
 TEXT = st.text(
-    alphabet=st.sampled_from(list("ab yz.\"\\\n\t{}[]:,é漢😀\u2028\u0085\r")), max_size=12
+    alphabet=st.sampled_from(list('ab yz."\\\n\t{}[]:,é漢😀\u2028\u0085\r')), max_size=12
 )
 SCALARS = st.one_of(
     st.none(),
@@ -35,24 +36,43 @@ SCALARS = st.one_of(
 JSON_VALUES = st.recursive(
     SCALARS,
     lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["k", "v", "x y"]), inner, max_size=3)
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["k", "v", "x y"]), inner, max_size=3),
     ),
     max_leaves=6,
 )
 PATHS = st.sampled_from(
-    ["$.content", "$.path", "$.items[0].sku", "$.items[2]", "$['odd key']", "$.meta.tag",
-     "$..bad", "$.a[*]", "$", "$[0]", "$.items[99999]", "$.content.x"]
+    [
+        "$.content",
+        "$.path",
+        "$.items[0].sku",
+        "$.items[2]",
+        "$['odd key']",
+        "$.meta.tag",
+        "$..bad",
+        "$.a[*]",
+        "$",
+        "$[0]",
+        "$.items[99999]",
+        "$.content.x",
+    ]
 )
 
 
 @st.composite
 def partial_arg(draw: st.DrawFn) -> dict[str, Any]:
     arg: dict[str, Any] = {"jsonPath": draw(PATHS)}
-    kind = draw(st.sampled_from(["stringValue", "stringValue", "numberValue", "boolValue", "nullValue", None]))
+    kind = draw(
+        st.sampled_from(
+            ["stringValue", "stringValue", "numberValue", "boolValue", "nullValue", None]
+        )
+    )
     if kind == "stringValue":
         arg[kind] = draw(TEXT)
     elif kind == "numberValue":
-        arg[kind] = draw(st.one_of(st.integers(-1000, 1000), st.floats(allow_nan=False, allow_infinity=False)))
+        arg[kind] = draw(
+            st.one_of(st.integers(-1000, 1000), st.floats(allow_nan=False, allow_infinity=False))
+        )
     elif kind == "boolValue":
         arg[kind] = draw(st.booleans())
     elif kind == "nullValue":
@@ -72,10 +92,21 @@ def part(draw: st.DrawFn) -> dict[str, Any]:
     if kind == 4:
         return {"text": draw(TEXT), "thoughtSignature": draw(SIGS)}
     if kind == 5:
-        return draw(st.sampled_from([{}, {"thoughtSignature": "c2ln"}, {"inlineData": {"mimeType": "image/png", "data": "aGk="}}]))
+        return draw(
+            st.sampled_from(
+                [
+                    {},
+                    {"thoughtSignature": "c2ln"},
+                    {"inlineData": {"mimeType": "image/png", "data": "aGk="}},
+                ]
+            )
+        )
     fc: dict[str, Any] = {}
     if kind == 6:  # complete call
-        fc = {"name": draw(NAMES), "args": draw(st.dictionaries(st.sampled_from(["city", "n"]), JSON_VALUES, max_size=2))}
+        fc = {
+            "name": draw(NAMES),
+            "args": draw(st.dictionaries(st.sampled_from(["city", "n"]), JSON_VALUES, max_size=2)),
+        }
         if draw(st.booleans()):
             fc = {"id": draw(IDS), **fc}
     elif kind in (7, 8):  # streamed start
@@ -102,26 +133,54 @@ def part(draw: st.DrawFn) -> dict[str, Any]:
 def event(draw: st.DrawFn) -> bytes:
     kind = draw(st.integers(0, 20))
     if kind == 0:
-        payload: Any = {"error": {"code": 500, "message": "An internal error has occurred.", "status": "INTERNAL"}}
+        payload: Any = {
+            "error": {
+                "code": 500,
+                "message": "An internal error has occurred.",
+                "status": "INTERNAL",
+            }
+        }
     elif kind == 1:
-        payload = {"usageMetadata": {"trafficType": "ON_DEMAND", "promptTokenCount": draw(st.integers(0, 50))}}
+        payload = {
+            "usageMetadata": {
+                "trafficType": "ON_DEMAND",
+                "promptTokenCount": draw(st.integers(0, 50)),
+            }
+        }
     elif kind == 2:
-        return draw(st.sampled_from([
-            b"data: {bad json\r\n\r\n", b"data: [1, 2]\r\n\r\n", b"data: \xff\xfe\r\n\r\n",
-            b": keep-alive\r\n", b"data: [DONE]\r\n\r\n", b"event: message\r\nid: 7\r\n",
-            b'{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n',
-        ]))
+        return draw(
+            st.sampled_from(
+                [
+                    b"data: {bad json\r\n\r\n",
+                    b"data: [1, 2]\r\n\r\n",
+                    b"data: \xff\xfe\r\n\r\n",
+                    b": keep-alive\r\n",
+                    b"data: [DONE]\r\n\r\n",
+                    b"event: message\r\nid: 7\r\n",
+                    b'{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n',
+                ]
+            )
+        )
     else:
-        candidate: dict[str, Any] = {"content": {"role": "model", "parts": draw(st.lists(part(), max_size=4))}}
+        candidate: dict[str, Any] = {
+            "content": {"role": "model", "parts": draw(st.lists(part(), max_size=4))}
+        }
         if draw(st.integers(0, 6)) == 0:
-            candidate["finishReason"] = draw(st.sampled_from(["STOP", "MAX_TOKENS", "MALFORMED_FUNCTION_CALL"]))
+            candidate["finishReason"] = draw(
+                st.sampled_from(["STOP", "MAX_TOKENS", "MALFORMED_FUNCTION_CALL"])
+            )
         if draw(st.integers(0, 8)) == 0:
             candidate["index"] = 1
         if draw(st.integers(0, 8)) == 0:
-            candidate["safetyRatings"] = [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]
+            candidate["safetyRatings"] = [
+                {"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}
+            ]
         payload = {"candidates": [candidate]}
         if draw(st.integers(0, 4)) == 0:
-            payload["usageMetadata"] = {"promptTokenCount": 5, "totalTokenCount": draw(st.integers(5, 99))}
+            payload["usageMetadata"] = {
+                "promptTokenCount": 5,
+                "totalTokenCount": draw(st.integers(5, 99)),
+            }
             payload["modelVersion"] = "gemini-3-flash-preview"
     newline = draw(st.sampled_from([b"\r\n", b"\n", b"\r"]))
     line = json.dumps(payload, ensure_ascii=draw(st.booleans())).encode()
@@ -139,10 +198,12 @@ def stream(draw: st.DrawFn) -> tuple[bytes, list[int]]:
 
 def pieces_of(body: bytes, cuts: list[int]) -> list[bytes]:
     bounds = [0, *cuts, len(body)]
-    return [body[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def run(module: Any, pieces: list[bytes], strict: bool) -> tuple[list[Any], dict[str, Any], int, int]:
+def run(
+    module: Any, pieces: list[bytes], strict: bool
+) -> tuple[list[Any], dict[str, Any], int, int]:
     """Feed the pieces; return per-call outcomes, the result and the counters."""
     agg = module.StreamAggregator(strict=strict)
     outcomes: list[Any] = []
@@ -150,11 +211,13 @@ def run(module: Any, pieces: list[bytes], strict: bool) -> tuple[list[Any], dict
         try:
             outcomes.append(("ok", [delta_tuple(d) for d in agg.feed(piece)]))
         except MalformedStreamError as err:
-            outcomes.append((
-                "error",
-                [(e.kind, e.offset, e.event_index, str(e)) for e in err.errors],
-                [delta_tuple(d) for d in err.deltas],
-            ))
+            outcomes.append(
+                (
+                    "error",
+                    [(e.kind, e.offset, e.event_index, str(e)) for e in err.errors],
+                    [delta_tuple(d) for d in err.deltas],
+                )
+            )
     return outcomes, result_view(agg.close()), agg.events_seen, agg.bytes_seen
 
 
@@ -166,9 +229,15 @@ def flat_errors(outcomes: list[Any]) -> list[Any]:
     return [e for o in outcomes if o[0] == "error" for e in o[1]]
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(stream(), st.booleans())
-def test_f7_rust_and_reference_agree_under_random_splits(case: tuple[bytes, list[int]], strict: bool) -> None:
+def test_f7_rust_and_reference_agree_under_random_splits(
+    case: tuple[bytes, list[int]], strict: bool
+) -> None:
     body, cuts = case
     pieces = pieces_of(body, cuts)
     got_rust = run(rust, pieces, strict)

@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from fastagg.client import GeminiClient
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
@@ -38,19 +39,27 @@ from fastagg.testing.validate import MSG_MULTI_TURN_END, missing_signature_messa
 
 USER = {"role": "user", "parts": [{"text": DEMO_PROMPT}]}
 ANSWER_SIG = signature("answer")
-ANSWER = [chunk(text("Paris is sunny")), chunk(text(" at 24 °C.")),
-          final(ANSWER_SIG, usage=usage(50, 9))]
+ANSWER = [
+    chunk(text("Paris is sunny")),
+    chunk(text(" at 24 °C.")),
+    final(ANSWER_SIG, usage=usage(50, 9)),
+]
 ANSWER_PARTS = [{"text": "Paris is sunny at 24 °C."}, {"text": "", "thoughtSignature": ANSWER_SIG}]
-FAST = TurnLimits(max_steps=10, turn_timeout=30, wrapup_lead=0, retry_backoff=0.01,
-                  max_retry_backoff=0.05)
+FAST = TurnLimits(
+    max_steps=10, turn_timeout=30, wrapup_lead=0, retry_backoff=0.01, max_retry_backoff=0.05
+)
 
 
-async def turn(script: list[Any], *, limits: TurnLimits = FAST, tools: Any = None,
-               **kwargs: Any) -> tuple[Any, FakeGemini]:
-    async with FakeGemini(script) as server, GeminiClient(
-            "gemini-3-flash-preview", base_url=server.url, api_key="k") as model:
-        result = await run_turn(model, [USER], tools=demo_tools() if tools is None else tools,
-                                limits=limits, **kwargs)
+async def turn(
+    script: list[Any], *, limits: TurnLimits = FAST, tools: Any = None, **kwargs: Any
+) -> tuple[Any, FakeGemini]:
+    async with (
+        FakeGemini(script) as server,
+        GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="k") as model,
+    ):
+        result = await run_turn(
+            model, [USER], tools=demo_tools() if tools is None else tools, limits=limits, **kwargs
+        )
     return result, server
 
 
@@ -63,14 +72,20 @@ def assert_wellformed(server: FakeGemini) -> None:
 
 # --- the demo turn ---------------------------------------------------------------------------
 
+
 async def test_demo_turn_completes_with_three_tool_calls_and_one_provider_retry() -> None:
     result, server = await turn(demo_scenario())
     assert result.stop_reason == StopReason.COMPLETED
-    assert (result.finish_reason, result.raw_finish_reason, result.message) == ("stop", "STOP", None)
+    assert (result.finish_reason, result.raw_finish_reason, result.message) == (
+        "stop",
+        "STOP",
+        None,
+    )
     assert result.text == (
         "Paris is the better pick: 24 °C and sunny with a light breeze, while London expects "
         "showers (70 % chance) at 16 °C. I saved your packing note \u201cPicnic packing list\u201d: "
-        "sunscreen, a hat, a blanket, water and a plan for the wasps.")
+        "sunscreen, a hat, a blanket, water and a plan for the wasps."
+    )
     assert (result.steps_used, result.tool_call_count) == (3, 3)
     # thought-only + in-stream 500 + no finish: retried once (the loop files it as no-finish, L3.4)
     assert result.retries["provider"] + result.retries["no-finish"] == 1
@@ -83,16 +98,31 @@ async def test_demo_turn_echoes_signatures_byte_exact_and_answers_calls_in_order
     second = server.requests[1]["contents"]
     calls = [p for p in second[1]["parts"] if "functionCall" in p]
     assert calls == [
-        {"functionCall": {"id": "fc_paris", "name": "get_weather", "args": {"city": "Paris"}},
-         "thoughtSignature": signature("demo step 1")},
+        {
+            "functionCall": {"id": "fc_paris", "name": "get_weather", "args": {"city": "Paris"}},
+            "thoughtSignature": signature("demo step 1"),
+        },
         {"functionCall": {"id": "fc_london", "name": "get_weather", "args": {"city": "London"}}},
     ]
-    assert second[2] == {"role": "user", "parts": [
-        {"functionResponse": {"id": "fc_paris", "name": "get_weather",
-                              "response": {"output": get_weather("Paris")}}},
-        {"functionResponse": {"id": "fc_london", "name": "get_weather",
-                              "response": {"output": get_weather("London")}}},
-    ]}
+    assert second[2] == {
+        "role": "user",
+        "parts": [
+            {
+                "functionResponse": {
+                    "id": "fc_paris",
+                    "name": "get_weather",
+                    "response": {"output": get_weather("Paris")},
+                }
+            },
+            {
+                "functionResponse": {
+                    "id": "fc_london",
+                    "name": "get_weather",
+                    "response": {"output": get_weather("London")},
+                }
+            },
+        ],
+    }
 
 
 async def test_demo_retry_resends_the_same_request_without_the_failed_thoughts() -> None:
@@ -105,17 +135,26 @@ async def test_demo_streamed_call_is_replayed_whole_with_its_signature() -> None
     _, server = await turn(demo_scenario())
     fourth = server.requests[3]["contents"]
     note_call = [p for p in fourth[3]["parts"] if "functionCall" in p]
-    assert note_call == [{
-        "functionCall": {"id": "fc_note", "name": "save_note",
-                         "args": {"title": "Picnic packing list", "body": NOTE_BODY}},
-        "thoughtSignature": signature("demo step 3")}]
+    assert note_call == [
+        {
+            "functionCall": {
+                "id": "fc_note",
+                "name": "save_note",
+                "args": {"title": "Picnic packing list", "body": NOTE_BODY},
+            },
+            "thoughtSignature": signature("demo step 3"),
+        }
+    ]
     assert fourth[4]["parts"][0]["functionResponse"]["id"] == "fc_note"
 
 
 async def test_demo_transcript_ends_with_the_signed_empty_part_and_usage_is_summed() -> None:
     result, server = await turn(demo_scenario())
     assert result.contents[-1]["role"] == "model"
-    assert result.contents[-1]["parts"][-1] == {"text": "", "thoughtSignature": signature("demo step 4")}
+    assert result.contents[-1]["parts"][-1] == {
+        "text": "",
+        "thoughtSignature": signature("demo step 4"),
+    }
     assert result.contents[:-1] == server.requests[3]["contents"]
     # 165 + 261 (the failed attempt counts) + 327 + 369
     assert result.usage["totalTokenCount"] == 1122
@@ -123,6 +162,7 @@ async def test_demo_transcript_ends_with_the_signed_empty_part_and_usage_is_summ
 
 
 # --- faults ------------------------------------------------------------------------------------
+
 
 async def test_first_byte_delay_within_budget_completes() -> None:
     limits = TurnLimits(turn_timeout=30, first_output_timeout=10)
@@ -197,9 +237,14 @@ async def test_thought_only_without_finish_reason_is_a_no_finish_retry() -> None
     assert server.requests[1] == server.requests[0]
 
 
-@pytest.mark.parametrize("fault", [Step(http_error=429, retry_after=0.1),
-                                   Step(http_error=503, retry_after=0.1),
-                                   Step(http_error=503, retry_delay="0.1s")])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Step(http_error=429, retry_after=0.1),
+        Step(http_error=503, retry_after=0.1),
+        Step(http_error=503, retry_delay="0.1s"),
+    ],
+)
 async def test_http_429_and_503_with_retry_after_are_retried(fault: Step) -> None:
     result, server = await turn([fault, ANSWER])
     assert result.stop_reason == StopReason.COMPLETED
@@ -213,7 +258,10 @@ async def test_http_429_that_persists_ends_as_provider_error_with_the_status() -
     result, server = await turn([fault] * 3)
     assert result.stop_reason == StopReason.PROVIDER_ERROR
     assert (result.error.status, result.error.code, result.error.retryable) == (
-        429, "RESOURCE_EXHAUSTED", True)
+        429,
+        "RESOURCE_EXHAUSTED",
+        True,
+    )
     assert len(server.requests) == 3
 
 
@@ -256,8 +304,9 @@ async def test_runaway_tool_loop_hits_the_step_cap_and_synthesizes() -> None:
     assert result.text.startswith("From what I gathered: the croissant")
     last = server.requests[-1]
     assert last["toolConfig"]["functionCallingConfig"]["mode"] == "NONE"
-    sigs = [p["thoughtSignature"] for c in last["contents"] for p in c["parts"]
-            if "functionCall" in p]
+    sigs = [
+        p["thoughtSignature"] for c in last["contents"] for p in c["parts"] if "functionCall" in p
+    ]
     assert sigs == [signature(f"runaway {i}") for i in (1, 2, 3)]
     assert_wellformed(server)
 
@@ -265,8 +314,10 @@ async def test_runaway_tool_loop_hits_the_step_cap_and_synthesizes() -> None:
 async def test_abort_while_streaming_stops_the_turn() -> None:
     abort = asyncio.Event()
     paused = Step(ANSWER, pause_after=1, pause=20)
-    async with FakeGemini([paused]) as server, GeminiClient(
-            "m", base_url=server.url, api_key="k") as model:
+    async with (
+        FakeGemini([paused]) as server,
+        GeminiClient("m", base_url=server.url, api_key="k") as model,
+    ):
         task = asyncio.create_task(run_turn(model, [USER], limits=FAST, abort=abort))
         while not server.records:
             await asyncio.sleep(0.01)
@@ -277,6 +328,7 @@ async def test_abort_while_streaming_stops_the_turn() -> None:
 
 
 # --- the validator would have caught the peer bugs ------------------------------------------------
+
 
 async def service_answer(server: FakeGemini, request: dict[str, Any]) -> ProviderError:
     async with GeminiClient("m", base_url=server.url, api_key="k") as model:
@@ -298,8 +350,12 @@ async def test_validator_refuses_the_demo_history_with_a_dropped_signature() -> 
 
 
 async def test_validator_refuses_a_thought_only_output_appended_as_a_model_turn() -> None:
-    request = {"contents": [USER, {"role": "model", "parts": [
-        {"text": "Let me think about Paris.", "thought": True}]}]}
+    request = {
+        "contents": [
+            USER,
+            {"role": "model", "parts": [{"text": "Let me think about Paris.", "thought": True}]},
+        ]
+    }
     async with FakeGemini([ANSWER]) as server:
         error = await service_answer(server, request)
     assert (error.status, error.message) == (400, MSG_MULTI_TURN_END)
@@ -307,16 +363,40 @@ async def test_validator_refuses_a_thought_only_output_appended_as_a_model_turn(
 
 async def test_validator_refuses_parallel_calls_split_into_interleaved_turns() -> None:
     sig = signature("demo step 1")
-    request = {"contents": [
-        USER,
-        {"role": "model", "parts": [call("get_weather", {"city": "Paris"}, id="fc_paris",
-                                         signature=sig)]},
-        {"role": "user", "parts": [{"functionResponse": {"id": "fc_paris", "name": "get_weather",
-                                                         "response": {"output": {}}}}]},
-        {"role": "model", "parts": [call("get_weather", {"city": "London"}, id="fc_london")]},
-        {"role": "user", "parts": [{"functionResponse": {"id": "fc_london", "name": "get_weather",
-                                                         "response": {"output": {}}}}]},
-    ]}
+    request = {
+        "contents": [
+            USER,
+            {
+                "role": "model",
+                "parts": [call("get_weather", {"city": "Paris"}, id="fc_paris", signature=sig)],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "id": "fc_paris",
+                            "name": "get_weather",
+                            "response": {"output": {}},
+                        }
+                    }
+                ],
+            },
+            {"role": "model", "parts": [call("get_weather", {"city": "London"}, id="fc_london")]},
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "functionResponse": {
+                            "id": "fc_london",
+                            "name": "get_weather",
+                            "response": {"output": {}},
+                        }
+                    }
+                ],
+            },
+        ]
+    }
     async with FakeGemini(demo_scenario(), check_signatures=False) as server:
         error = await service_answer(server, request)
     assert error.status == 400

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from fastagg.testing import (
     FakeGemini,
     Step,
@@ -69,18 +70,30 @@ def responses(*items: tuple[str | None, str]) -> dict[str, Any]:
     return {"role": "user", "parts": parts}
 
 
-async def post(server: FakeGemini, payload: Any, *, path: str = GEMINI_PATH,
-               query: str = "?alt=sse", headers: dict[str, str] | None = None) -> httpx.Response:
+async def post(
+    server: FakeGemini,
+    payload: Any,
+    *,
+    path: str = GEMINI_PATH,
+    query: str = "?alt=sse",
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     async with httpx.AsyncClient() as http:
-        return await http.post(server.url + path + query, json=payload,
-                               headers=KEY if headers is None else headers)
+        return await http.post(
+            server.url + path + query, json=payload, headers=KEY if headers is None else headers
+        )
 
 
 def sse_frame(obj: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(obj, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
+    return (
+        b"data: "
+        + json.dumps(obj, ensure_ascii=False, separators=(",", ": ")).encode()
+        + b"\r\n\r\n"
+    )
 
 
 # --- URL shapes and framing -------------------------------------------------------------
+
 
 async def test_sse_framing_is_one_data_line_per_chunk_ending_in_crlf_crlf() -> None:
     async with FakeGemini([TWO_CHUNKS]) as server:
@@ -118,10 +131,14 @@ async def test_framing_array_forces_array_even_with_alt_sse() -> None:
     [
         ("/v1beta/models/m:streamGenerateContent", "gemini"),
         ("/v1/models/m:streamGenerateContent", "gemini"),
-        ("/v1beta1/projects/p/locations/us-central1/publishers/google/models/m:streamGenerateContent",
-         "vertex"),
-        ("/v1/projects/p/locations/global/publishers/google/models/m:streamGenerateContent",
-         "vertex"),
+        (
+            "/v1beta1/projects/p/locations/us-central1/publishers/google/models/m:streamGenerateContent",
+            "vertex",
+        ),
+        (
+            "/v1/projects/p/locations/global/publishers/google/models/m:streamGenerateContent",
+            "vertex",
+        ),
         ("/v1/publishers/google/models/m:streamGenerateContent", "vertex"),
         ("/v1beta1/publishers/google/models/m:streamGenerateContent", "vertex"),
     ],
@@ -132,7 +149,11 @@ async def test_gemini_and_vertex_url_shapes_are_answered(path: str, backend: str
     assert response.status_code == 200
     record = server.records[0]
     assert (record.backend, record.model, record.step, record.query) == (
-        backend, "m", 0, {"alt": "sse"})
+        backend,
+        "m",
+        0,
+        {"alt": "sse"},
+    )
 
 
 async def test_unknown_path_gets_404_and_consumes_no_step() -> None:
@@ -151,7 +172,9 @@ async def test_request_without_key_or_token_gets_403_permission_denied() -> None
         response = await post(server, body(USER), headers={})
     assert response.status_code == 403
     assert response.json()["error"]["status"] == "PERMISSION_DENIED"
-    assert response.json()["error"]["message"].startswith("Method doesn't allow unregistered callers")
+    assert response.json()["error"]["message"].startswith(
+        "Method doesn't allow unregistered callers"
+    )
 
 
 async def test_key_in_query_or_bearer_token_is_accepted() -> None:
@@ -175,10 +198,13 @@ async def test_exhausted_script_answers_500_saying_so() -> None:
         await post(server, body(USER))
         response = await post(server, body(USER))
     assert response.status_code == 500
-    assert response.json() == {"error": {
-        "code": 500, "status": "INTERNAL",
-        "message": "FakeGemini: the script is exhausted: request 2 arrived but the script has 1 steps",
-    }}
+    assert response.json() == {
+        "error": {
+            "code": 500,
+            "status": "INTERNAL",
+            "message": "FakeGemini: the script is exhausted: request 2 arrived but the script has 1 steps",
+        }
+    }
 
 
 async def test_repeat_starts_the_script_over() -> None:
@@ -196,7 +222,8 @@ async def test_callable_script_answers_from_the_request() -> None:
     async with FakeGemini(responder) as server:
         response = await post(server, body(USER))
     assert json.loads(response.content[6:]) == chunk(
-        text("#0: Weather in Paris and London?"), finish_reason="STOP")
+        text("#0: Weather in Paris and London?"), finish_reason="STOP"
+    )
 
 
 async def test_raw_step_is_sent_verbatim() -> None:
@@ -213,27 +240,32 @@ async def test_none_script_is_the_demo_scenario() -> None:
 
 # --- validation ---------------------------------------------------------------------------
 
+
 async def test_trailing_model_turn_gets_the_services_400() -> None:
     async with FakeGemini([TWO_CHUNKS]) as server:
         response = await post(server, body(USER, model(text("Sure, "))))
         single = await post(server, body(model(text("Sure, "))))
     assert response.status_code == 400
-    assert response.json() == {"error": {
-        "code": 400, "message": MSG_MULTI_TURN_END, "status": "INVALID_ARGUMENT"}}
+    assert response.json() == {
+        "error": {"code": 400, "message": MSG_MULTI_TURN_END, "status": "INVALID_ARGUMENT"}
+    }
     assert MSG_MULTI_TURN_END == (
-        "Please ensure that multiturn requests ends with a user role or a function response.")
+        "Please ensure that multiturn requests ends with a user role or a function response."
+    )
     assert single.json()["error"]["message"] == MSG_SINGLE_TURN_END
 
 
 async def test_missing_signature_on_first_call_of_a_step_gets_the_services_400() -> None:
-    history = body(USER, model(call("get_weather", {"city": "Paris"}, id="a")),
-                   responses(("a", "get_weather")))
+    history = body(
+        USER, model(call("get_weather", {"city": "Paris"}, id="a")), responses(("a", "get_weather"))
+    )
     async with FakeGemini([TWO_CHUNKS]) as server:
         response = await post(server, history)
     error = response.json()["error"]
     assert (response.status_code, error["status"]) == (400, "INVALID_ARGUMENT")
     assert error["message"].startswith(
-        "Function call is missing a thought_signature in functionCall parts.")
+        "Function call is missing a thought_signature in functionCall parts."
+    )
     assert error["message"] == missing_signature_message("get_weather", 2)
     assert "function call `default_api:get_weather` , position 2." in error["message"]
 
@@ -242,21 +274,30 @@ def test_signature_is_required_on_every_step_of_the_current_turn() -> None:
     step1 = model(call("a", {}, id="1", signature=SIG))
     step2 = model(thought("more"), call("b", {}, id="2"))
     rejection = validate_request(
-        body(USER, step1, responses(("1", "a")), step2, responses(("2", "b"))))
+        body(USER, step1, responses(("1", "a")), step2, responses(("2", "b")))
+    )
     assert rejection is not None
     assert (rejection.message, rejection.where) == (
-        missing_signature_message("b", 4), "contents[3].parts[1]")
+        missing_signature_message("b", 4),
+        "contents[3].parts[1]",
+    )
 
 
 def test_only_the_first_call_of_a_parallel_step_needs_a_signature() -> None:
-    step = model(call("w", {"city": "Paris"}, id="1", signature=SIG),
-                 call("w", {"city": "London"}, id="2"))
+    step = model(
+        call("w", {"city": "Paris"}, id="1", signature=SIG), call("w", {"city": "London"}, id="2")
+    )
     assert validate_request(body(USER, step, responses(("1", "w"), ("2", "w")))) is None
 
 
 def test_consecutive_model_contents_form_one_step_as_google_genai_chat_sends_them() -> None:
-    history = body(USER, model(thought("hm")), model(call("w", {}, id="1", signature=SIG)),
-                   model(call("w", {}, id="2")), responses(("1", "w"), ("2", "w")))
+    history = body(
+        USER,
+        model(thought("hm")),
+        model(call("w", {}, id="1", signature=SIG)),
+        model(call("w", {}, id="2")),
+        responses(("1", "w"), ("2", "w")),
+    )
     assert validate_request(history) is None
 
 
@@ -265,8 +306,9 @@ def test_older_turns_are_not_checked_for_signatures() -> None:
     assert validate_request(body(*old, {"role": "user", "parts": [{"text": "again"}]})) is None
 
 
-@pytest.mark.parametrize("sentinel", ["skip_thought_signature_validator",
-                                      "context_engineering_is_the_way_to_go"])
+@pytest.mark.parametrize(
+    "sentinel", ["skip_thought_signature_validator", "context_engineering_is_the_way_to_go"]
+)
 def test_sentinel_signatures_pass_validation(sentinel: str) -> None:
     history = body(USER, model(call("w", {}, signature=sentinel)), responses((None, "w")))
     assert validate_request(history, known_signatures=set()) is None
@@ -280,8 +322,13 @@ def test_function_response_count_must_equal_call_count() -> None:
 
 
 def test_interleaved_calls_and_responses_are_refused() -> None:
-    history = body(USER, model(call("w", {}, id="1", signature=SIG)), responses(("1", "w")),
-                   model(call("w", {}, id="2")), responses(("2", "w")))
+    history = body(
+        USER,
+        model(call("w", {}, id="1", signature=SIG)),
+        responses(("1", "w")),
+        model(call("w", {}, id="2")),
+        responses(("2", "w")),
+    )
     rejection = validate_request(history)
     assert rejection is not None
     assert rejection.message == missing_signature_message("w", 4)
@@ -293,7 +340,8 @@ def test_function_responses_out_of_order_are_refused() -> None:
     assert rejection is not None
     assert rejection.message == (
         "Function response 1 has id '2' but function call 1 (contents[1].parts[0]) has id '1'. "
-        "Please ensure that function responses follow the order of the function calls.")
+        "Please ensure that function responses follow the order of the function calls."
+    )
     assert rejection.where == "contents[2].parts[0].functionResponse"
 
 
@@ -304,7 +352,8 @@ def test_function_response_name_must_match_its_call_when_there_are_no_ids() -> N
     assert rejection.message == (
         "Function response 1 has name 'get_time' but function call 1 (contents[1].parts[0]) has "
         "name 'get_weather'. Please ensure that function responses follow the order of the "
-        "function calls.")
+        "function calls."
+    )
 
 
 def test_function_response_without_a_call_is_refused() -> None:
@@ -325,7 +374,8 @@ def test_signature_that_is_not_base64_is_refused_like_the_proto_parser() -> None
     assert rejection is not None
     assert rejection.message == (
         "Invalid value at 'contents[1].parts[0].thought_signature' (TYPE_BYTES), "
-        'Base64 decoding failed for "not base64!"')
+        'Base64 decoding failed for "not base64!"'
+    )
 
 
 def test_signature_never_issued_is_corrupted_and_url_safe_reencoding_is_not() -> None:
@@ -334,15 +384,18 @@ def test_signature_never_issued_is_corrupted_and_url_safe_reencoding_is_not() ->
     assert url_safe != SIG
     ok = body(USER, model(call("w", {}, signature=url_safe)), responses((None, "w")))
     assert validate_request(ok, known_signatures={issued}) is None
-    foreign = body(USER, model(call("w", {}, signature=signature("other model"))),
-                   responses((None, "w")))
+    foreign = body(
+        USER, model(call("w", {}, signature=signature("other model"))), responses((None, "w"))
+    )
     rejection = validate_request(foreign, known_signatures={issued})
     assert rejection is not None and rejection.message == MSG_CORRUPTED_SIGNATURE
 
 
 def test_snake_case_part_keys_are_understood() -> None:
-    step = {"role": "model", "parts": [{"function_call": {"name": "w", "args": {}},
-                                        "thought_signature": SIG}]}
+    step = {
+        "role": "model",
+        "parts": [{"function_call": {"name": "w", "args": {}}, "thought_signature": SIG}],
+    }
     fr = {"role": "user", "parts": [{"function_response": {"name": "w", "response": {}}}]}
     assert validate_request(body(USER, step, fr)) is None
 
@@ -358,10 +411,14 @@ async def test_refused_request_does_not_consume_a_step() -> None:
 async def test_server_accepts_signatures_it_issued_and_refuses_others() -> None:
     sig = signature("served")
     step = [chunk(call("w", {"city": "Paris"}, id="1", signature=sig), finish_reason="STOP")]
-    history = body(USER, model(call("w", {"city": "Paris"}, id="1", signature=sig)),
-                   responses(("1", "w")))
-    forged = body(USER, model(call("w", {"city": "Paris"}, id="1", signature=signature("x"))),
-                  responses(("1", "w")))
+    history = body(
+        USER, model(call("w", {"city": "Paris"}, id="1", signature=sig)), responses(("1", "w"))
+    )
+    forged = body(
+        USER,
+        model(call("w", {"city": "Paris"}, id="1", signature=signature("x"))),
+        responses(("1", "w")),
+    )
     async with FakeGemini([step, TWO_CHUNKS]) as server:
         await post(server, body(USER))
         refused = await post(server, forged)
@@ -378,14 +435,19 @@ async def test_validation_can_be_switched_off() -> None:
 
 # --- faults --------------------------------------------------------------------------------
 
+
 async def test_http_error_step_sends_status_retry_after_and_google_rpc_body() -> None:
     async with FakeGemini([Step(http_error=429, retry_after=2)]) as server:
         response = await post(server, body(USER))
     assert response.status_code == 429
     assert response.headers["retry-after"] == "2"
-    assert response.json() == {"error": {
-        "code": 429, "status": "RESOURCE_EXHAUSTED",
-        "message": "You exceeded your current quota, please check your plan and billing details."}}
+    assert response.json() == {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "message": "You exceeded your current quota, please check your plan and billing details.",
+        }
+    }
 
 
 async def test_http_error_step_with_retry_delay_sends_a_retry_info_detail() -> None:
@@ -394,16 +456,21 @@ async def test_http_error_step_with_retry_delay_sends_a_retry_info_detail() -> N
     assert response.status_code == 503
     assert response.headers["retry-after"] == "0.1"
     assert response.json()["error"]["details"] == [
-        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}
+    ]
     assert response.json()["error"]["status"] == "UNAVAILABLE"
 
 
 async def test_drop_after_closes_the_connection_mid_body() -> None:
     step = Step(chunks=TWO_CHUNKS, drop_after=1)
     received = b""
-    async with FakeGemini([step]) as server, httpx.AsyncClient() as http, http.stream(
+    async with (
+        FakeGemini([step]) as server,
+        httpx.AsyncClient() as http,
+        http.stream(
             "POST", server.url + GEMINI_PATH + "?alt=sse", json=body(USER), headers=KEY
-    ) as response:
+        ) as response,
+    ):
         with pytest.raises(httpx.RemoteProtocolError):
             async for piece in response.aiter_raw():
                 received += piece
@@ -425,9 +492,13 @@ async def test_tiny_writes_deliver_the_same_bytes() -> None:
 
 
 async def test_infinite_pause_ends_when_the_client_leaves_and_the_server_stops() -> None:
-    async with FakeGemini(stalled_scenario()) as server, httpx.AsyncClient() as http, http.stream(
+    async with (
+        FakeGemini(stalled_scenario()) as server,
+        httpx.AsyncClient() as http,
+        http.stream(
             "POST", server.url + GEMINI_PATH + "?alt=sse", json=body(USER), headers=KEY
-    ) as response:
+        ) as response,
+    ):
         first = await response.aiter_raw().__anext__()
     assert first.startswith(b'data: {"candidates": [{"content": {"parts": [{"text": "**Reading')
 
@@ -440,19 +511,33 @@ async def test_in_stream_error_and_malformed_call_are_ordinary_chunks() -> None:
     assert first.content.endswith(
         b'data: {"error": {"code": 500,"message": "An internal error has occurred. Please retry '
         b'or report in https://developers.generativeai.google/guide/troubleshooting",'
-        b'"status": "INTERNAL"}}\r\n\r\n')
+        b'"status": "INTERNAL"}}\r\n\r\n'
+    )
     assert json.loads(second.content[6:])["candidates"][0] == {
-        "finishReason": "MALFORMED_FUNCTION_CALL", "index": 0,
-        "finishMessage": "Malformed function call: print(default_api.get_weather(city=Paris"}
+        "finishReason": "MALFORMED_FUNCTION_CALL",
+        "index": 0,
+        "finishMessage": "Malformed function call: print(default_api.get_weather(city=Paris",
+    }
 
 
 # --- scripts and scenarios -----------------------------------------------------------------
 
+
 def test_step_round_trips_through_its_json_form() -> None:
-    step = Step(chunks=TWO_CHUNKS, pause_after=1, pause=math.inf, tiny_writes=2,
-                http_error=None, drop_after=None)
-    assert step.to_dict() == {"chunks": TWO_CHUNKS, "pause_after": 1, "pause": "inf",
-                              "tiny_writes": 2}
+    step = Step(
+        chunks=TWO_CHUNKS,
+        pause_after=1,
+        pause=math.inf,
+        tiny_writes=2,
+        http_error=None,
+        drop_after=None,
+    )
+    assert step.to_dict() == {
+        "chunks": TWO_CHUNKS,
+        "pause_after": 1,
+        "pause": "inf",
+        "tiny_writes": 2,
+    }
     assert Step.from_dict(step.to_dict()) == step
 
 
@@ -465,22 +550,51 @@ def test_load_script_accepts_lists_objects_and_rejects_unknown_keys(tmp_path: An
 
 
 def test_streamed_call_sends_name_then_fragments_then_end_marker() -> None:
-    chunks = streamed_call("save_note", {"title": "Picnic", "n": 3, "ok": True, "x": None},
-                           id="c1", signature=SIG, piece=4)
+    chunks = streamed_call(
+        "save_note",
+        {"title": "Picnic", "n": 3, "ok": True, "x": None},
+        id="c1",
+        signature=SIG,
+        piece=4,
+    )
     parts = [c["candidates"][0]["content"]["parts"][0] for c in chunks]
     assert parts == [
-        {"functionCall": {"id": "c1", "name": "save_note", "willContinue": True},
-         "thoughtSignature": SIG},
-        {"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "Picn",
-                                           "willContinue": True}], "willContinue": True}},
-        {"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "ic"}],
-                          "willContinue": True}},
-        {"functionCall": {"partialArgs": [{"jsonPath": "$.n", "numberValue": 3}],
-                          "willContinue": True}},
-        {"functionCall": {"partialArgs": [{"jsonPath": "$.ok", "boolValue": True}],
-                          "willContinue": True}},
-        {"functionCall": {"partialArgs": [{"jsonPath": "$.x", "nullValue": None}],
-                          "willContinue": True}},
+        {
+            "functionCall": {"id": "c1", "name": "save_note", "willContinue": True},
+            "thoughtSignature": SIG,
+        },
+        {
+            "functionCall": {
+                "partialArgs": [
+                    {"jsonPath": "$.title", "stringValue": "Picn", "willContinue": True}
+                ],
+                "willContinue": True,
+            }
+        },
+        {
+            "functionCall": {
+                "partialArgs": [{"jsonPath": "$.title", "stringValue": "ic"}],
+                "willContinue": True,
+            }
+        },
+        {
+            "functionCall": {
+                "partialArgs": [{"jsonPath": "$.n", "numberValue": 3}],
+                "willContinue": True,
+            }
+        },
+        {
+            "functionCall": {
+                "partialArgs": [{"jsonPath": "$.ok", "boolValue": True}],
+                "willContinue": True,
+            }
+        },
+        {
+            "functionCall": {
+                "partialArgs": [{"jsonPath": "$.x", "nullValue": None}],
+                "willContinue": True,
+            }
+        },
         {"functionCall": {}},
     ]
 
@@ -496,7 +610,11 @@ def test_demo_scenario_has_parallel_calls_a_fault_a_streamed_call_and_a_signed_a
     assert len(steps) == 4
     first_parts = [c["candidates"][0]["content"]["parts"][0] for c in steps[0].chunks]
     assert [p.get("functionCall", {}).get("name") for p in first_parts] == [
-        None, None, "get_weather", "get_weather"]
+        None,
+        None,
+        "get_weather",
+        "get_weather",
+    ]
     assert "thoughtSignature" in first_parts[2] and "thoughtSignature" not in first_parts[3]
     assert steps[1].chunks[-1] == error_chunk()
     assert all("finishReason" not in c.get("candidates", [{}])[0] for c in steps[1].chunks)
@@ -521,8 +639,9 @@ async def test_server_binds_loopback_and_stops_with_a_stream_in_progress() -> No
     await server.start()
     assert server.url.startswith("http://127.0.0.1:")
     async with httpx.AsyncClient() as http:
-        request = asyncio.ensure_future(http.post(server.url + GEMINI_PATH + "?alt=sse",
-                                                  json=body(USER), headers=KEY))
+        request = asyncio.ensure_future(
+            http.post(server.url + GEMINI_PATH + "?alt=sse", json=body(USER), headers=KEY)
+        )
         while server.steps_served == 0:
             await asyncio.sleep(0.01)
         await server.stop()
@@ -534,7 +653,8 @@ def test_final_helper_without_signature_is_a_bare_finish() -> None:
     assert final(usage=usage(1, 2)) == {
         "candidates": [{"finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 2, "totalTokenCount": 3},
-        "modelVersion": "gemini-3-flash-preview"}
+        "modelVersion": "gemini-3-flash-preview",
+    }
 
 
 async def test_port_in_use_raises_and_leaves_nothing_running() -> None:

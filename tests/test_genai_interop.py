@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from fastagg.testing import (
     FakeGemini,
     call,
@@ -42,13 +43,15 @@ def url_safe(chunk_: dict[str, Any]) -> dict[str, Any]:
 
 def dump(response: Any) -> dict[str, Any]:
     result: dict[str, Any] = response.model_dump(
-        mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"})
+        mode="json", by_alias=True, exclude_none=True, exclude={"sdk_http_response"}
+    )
     return result
 
 
 def gemini_client(server: FakeGemini) -> Any:
-    return genai.Client(api_key="test", http_options=types.HttpOptions(
-        base_url=server.url, api_version="v1beta"))
+    return genai.Client(
+        api_key="test", http_options=types.HttpOptions(base_url=server.url, api_version="v1beta")
+    )
 
 
 async def test_async_client_yields_the_chunks_we_serve() -> None:
@@ -68,33 +71,45 @@ async def test_sync_client_yields_the_chunks_we_serve() -> None:
         client = gemini_client(server)
 
         def consume() -> list[dict[str, Any]]:
-            return [dump(r) for r in client.models.generate_content_stream(
-                model=MODEL, contents="hi")]
+            return [
+                dump(r) for r in client.models.generate_content_stream(model=MODEL, contents="hi")
+            ]
 
         received = await asyncio.to_thread(consume)
     assert received == [url_safe(c) for c in answer.chunks]
     assert "".join(r["candidates"][0]["content"]["parts"][0]["text"] for r in received[:-1]) == (
         "Paris is the better pick: 24 °C and sunny with a light breeze, while London expects "
         "showers (70 % chance) at 16 °C. I saved your packing note \u201cPicnic packing list\u201d: "
-        "sunscreen, a hat, a blanket, water and a plan for the wasps.")
+        "sunscreen, a hat, a blanket, water and a plan for the wasps."
+    )
 
 
 async def test_vertex_express_and_project_modes_reach_the_vertex_paths() -> None:
     credentials = pytest.importorskip("google.oauth2.credentials")
     steps = [[chunk(text("hi"), finish_reason="STOP")]] * 2
     async with FakeGemini(steps) as server:
-        express = genai.Client(vertexai=True, api_key="test",
-                               http_options=types.HttpOptions(base_url=server.url))
-        project = genai.Client(vertexai=True, project="p", location="us-central1",
-                               credentials=credentials.Credentials(token="fake"),
-                               http_options=types.HttpOptions(base_url=server.url))
+        express = genai.Client(
+            vertexai=True, api_key="test", http_options=types.HttpOptions(base_url=server.url)
+        )
+        project = genai.Client(
+            vertexai=True,
+            project="p",
+            location="us-central1",
+            credentials=credentials.Credentials(token="fake"),
+            http_options=types.HttpOptions(base_url=server.url),
+        )
         for client in (express, project):
             stream = await client.aio.models.generate_content_stream(model=MODEL, contents="hi")
             assert [r.text async for r in stream] == ["hi"]
     assert [(r.backend, r.path) for r in server.records] == [
         ("vertex", f"/v1beta1/publishers/google/models/{MODEL}:streamGenerateContent"),
-        ("vertex", (f"/v1beta1/projects/p/locations/us-central1/publishers/google/models/"
-                   f"{MODEL}:streamGenerateContent")),
+        (
+            "vertex",
+            (
+                f"/v1beta1/projects/p/locations/us-central1/publishers/google/models/"
+                f"{MODEL}:streamGenerateContent"
+            ),
+        ),
     ]
     assert server.records[1].headers["authorization"] == "Bearer fake"
 
@@ -126,12 +141,19 @@ async def test_sdk_http_error_carries_the_status_and_retry_info() -> None:
 def history(with_signature: bool) -> list[Any]:
     first = types.Part(
         function_call=types.FunctionCall(id="c1", name="get_weather", args={"city": "Paris"}),
-        thought_signature=base64.b64decode(SIG) if with_signature else None)
+        thought_signature=base64.b64decode(SIG) if with_signature else None,
+    )
     second = types.Part(
-        function_call=types.FunctionCall(id="c2", name="get_weather", args={"city": "London"}))
-    responses = [types.Part(function_response=types.FunctionResponse(
-        id=id_, name="get_weather", response={"output": {"temp_c": t}}))
-        for id_, t in (("c1", 24), ("c2", 16))]
+        function_call=types.FunctionCall(id="c2", name="get_weather", args={"city": "London"})
+    )
+    responses = [
+        types.Part(
+            function_response=types.FunctionResponse(
+                id=id_, name="get_weather", response={"output": {"temp_c": t}}
+            )
+        )
+        for id_, t in (("c1", 24), ("c2", 16))
+    ]
     return [
         types.Content(role="user", parts=[types.Part.from_text(text="Paris or London?")]),
         types.Content(role="model", parts=[first, second]),
@@ -140,8 +162,13 @@ def history(with_signature: bool) -> list[Any]:
 
 
 async def test_validator_refuses_a_dropped_signature_with_the_services_400() -> None:
-    calls = [chunk(call("get_weather", {"city": "Paris"}, id="c1", signature=SIG),
-                   call("get_weather", {"city": "London"}, id="c2"), finish_reason="STOP")]
+    calls = [
+        chunk(
+            call("get_weather", {"city": "Paris"}, id="c1", signature=SIG),
+            call("get_weather", {"city": "London"}, id="c2"),
+            finish_reason="STOP",
+        )
+    ]
     answer = [chunk(text("Paris.")), final(signature("interop answer"), usage=usage(20, 2))]
     async with FakeGemini([calls, answer]) as server:
         client = gemini_client(server)
@@ -150,15 +177,18 @@ async def test_validator_refuses_a_dropped_signature_with_the_services_400() -> 
             pass
         with pytest.raises(errors.ClientError) as info:
             dropped = await client.aio.models.generate_content_stream(
-                model=MODEL, contents=history(with_signature=False))
+                model=MODEL, contents=history(with_signature=False)
+            )
             async for _ in dropped:
                 pass
         kept = await client.aio.models.generate_content_stream(
-            model=MODEL, contents=history(with_signature=True))
+            model=MODEL, contents=history(with_signature=True)
+        )
         texts = [r.text async for r in kept]
     assert (info.value.code, info.value.status) == (400, "INVALID_ARGUMENT")
     assert info.value.message.startswith(
-        "Function call is missing a thought_signature in functionCall parts.")
+        "Function call is missing a thought_signature in functionCall parts."
+    )
     assert "`default_api:get_weather` , position 2." in info.value.message
     assert texts[0] == "Paris."
     sent = server.requests[2]["contents"][1]["parts"][0]["thoughtSignature"]

@@ -11,23 +11,26 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+
 from fastagg.client import GeminiClient, parse_retry_after, provider_error_from_response
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
 from fastagg.testing.validate import MSG_MULTI_TURN_END
 
 REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
-CHUNKS = [chunk(text("Hello"), usage=usage(3)),
-          final(signature("s"), usage=usage(3, 2))]
+CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usage(3, 2))]
 
 
 def frames(chunks: list[dict[str, Any]]) -> bytes:
-    return b"".join(b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode()
-                    + b"\r\n\r\n" for c in chunks)
+    return b"".join(
+        b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
+        for c in chunks
+    )
 
 
-async def read_all(client: GeminiClient, request: dict[str, Any] = REQUEST,
-                   timeout: float | None = None) -> bytes:
+async def read_all(
+    client: GeminiClient, request: dict[str, Any] = REQUEST, timeout: float | None = None
+) -> bytes:
     out = b""
     async with client.stream(request, timeout=timeout) as body:
         async for piece in body:
@@ -37,25 +40,34 @@ async def read_all(client: GeminiClient, request: dict[str, Any] = REQUEST,
 
 # --- URLs and auth ---------------------------------------------------------------------------
 
+
 def test_gemini_api_url_defaults_to_v1beta_with_alt_sse() -> None:
     client = GeminiClient("gemini-3-flash-preview", api_key="k")
-    assert client.stream_url == ("https://generativelanguage.googleapis.com/v1beta/models/"
-                                 "gemini-3-flash-preview:streamGenerateContent?alt=sse")
+    assert client.stream_url == (
+        "https://generativelanguage.googleapis.com/v1beta/models/"
+        "gemini-3-flash-preview:streamGenerateContent?alt=sse"
+    )
 
 
 def test_gemini_api_version_and_models_prefix() -> None:
     client = GeminiClient("models/gemini-2.5-pro", api_key="k", api_version="v1")
-    assert client.stream_url == ("https://generativelanguage.googleapis.com/v1/models/"
-                                 "gemini-2.5-pro:streamGenerateContent?alt=sse")
+    assert client.stream_url == (
+        "https://generativelanguage.googleapis.com/v1/models/"
+        "gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
 
 
 def test_base_url_with_path_prefix_keeps_the_prefix() -> None:
     client = GeminiClient("m", api_key="k", base_url="https://gw.example/google/")
-    assert client.stream_url == "https://gw.example/google/v1beta/models/m:streamGenerateContent?alt=sse"
+    assert (
+        client.stream_url
+        == "https://gw.example/google/v1beta/models/m:streamGenerateContent?alt=sse"
+    )
 
 
 def test_api_key_falls_back_to_gemini_api_key_then_google_api_key(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.setenv("GOOGLE_API_KEY", "google-key")
     assert GeminiClient("m")._headers["x-goog-api-key"] == "google-key"
@@ -71,28 +83,35 @@ def test_missing_api_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_vertex_regional_url() -> None:
-    client = GeminiClient("gemini-2.5-flash", vertex=True, project="p", location="us-central1",
-                          credentials=object())
+    client = GeminiClient(
+        "gemini-2.5-flash", vertex=True, project="p", location="us-central1", credentials=object()
+    )
     assert client.stream_url == (
         "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/p/locations/us-central1/"
-        "publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+        "publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    )
 
 
 def test_vertex_global_url_and_v1(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GOOGLE_CLOUD_LOCATION", raising=False)
-    client = GeminiClient("gemini-3-pro-preview", vertex=True, project="p", credentials=object(),
-                          api_version="v1")
+    client = GeminiClient(
+        "gemini-3-pro-preview", vertex=True, project="p", credentials=object(), api_version="v1"
+    )
     assert client.stream_url == (
         "https://aiplatform.googleapis.com/v1/projects/p/locations/global/"
-        "publishers/google/models/gemini-3-pro-preview:streamGenerateContent?alt=sse")
+        "publishers/google/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
+    )
 
 
 def test_vertex_express_mode_uses_the_publisher_path_and_api_key(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
     client = GeminiClient("gemini-2.5-flash", vertex=True, api_key="vk")
-    assert client.stream_url == ("https://aiplatform.googleapis.com/v1beta1/publishers/google/"
-                                 "models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+    assert client.stream_url == (
+        "https://aiplatform.googleapis.com/v1beta1/publishers/google/"
+        "models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    )
     assert client._headers["x-goog-api-key"] == "vk"
 
 
@@ -103,8 +122,10 @@ def test_vertex_key_and_project_together_are_refused() -> None:
 
 async def test_api_key_header_content_type_and_orjson_body_are_sent() -> None:
     request = {"contents": REQUEST["contents"], "generationConfig": {"temperature": 0.5}}
-    async with FakeGemini([CHUNKS]) as server, \
-            GeminiClient("m", api_key="secret", base_url=server.url) as client:
+    async with (
+        FakeGemini([CHUNKS]) as server,
+        GeminiClient("m", api_key="secret", base_url=server.url) as client,
+    ):
         await read_all(client, request)
     record = server.records[0]
     assert record.headers["x-goog-api-key"] == "secret"
@@ -118,14 +139,24 @@ async def test_api_key_header_content_type_and_orjson_body_are_sent() -> None:
 async def test_vertex_bearer_token_from_google_auth_credentials() -> None:
     google_credentials = pytest.importorskip("google.oauth2.credentials")
     creds = google_credentials.Credentials(token="tok-1")
-    async with FakeGemini([CHUNKS]) as server, \
-            GeminiClient("m", vertex=True, project="p", location="europe-west4",
-                         credentials=creds, base_url=server.url) as client:
+    async with (
+        FakeGemini([CHUNKS]) as server,
+        GeminiClient(
+            "m",
+            vertex=True,
+            project="p",
+            location="europe-west4",
+            credentials=creds,
+            base_url=server.url,
+        ) as client,
+    ):
         await read_all(client)
     record = server.records[0]
     assert record.headers["authorization"] == "Bearer tok-1"
-    assert record.path == ("/v1beta1/projects/p/locations/europe-west4/publishers/google/"
-                           "models/m:streamGenerateContent")
+    assert record.path == (
+        "/v1beta1/projects/p/locations/europe-west4/publishers/google/"
+        "models/m:streamGenerateContent"
+    )
     assert record.backend == "vertex"
 
 
@@ -145,9 +176,12 @@ class RefreshingCredentials:
 async def test_expired_credentials_are_refreshed_in_a_worker_thread() -> None:
     pytest.importorskip("google.auth.transport.requests")
     creds = RefreshingCredentials()
-    async with FakeGemini([CHUNKS, CHUNKS]) as server, \
-            GeminiClient("m", vertex=True, project="p", credentials=creds,
-                         base_url=server.url) as client:
+    async with (
+        FakeGemini([CHUNKS, CHUNKS]) as server,
+        GeminiClient(
+            "m", vertex=True, project="p", credentials=creds, base_url=server.url
+        ) as client,
+    ):
         await read_all(client)
         await read_all(client)
     assert [r.headers["authorization"] for r in server.records] == ["Bearer fresh"] * 2
@@ -164,33 +198,50 @@ class FailingCredentials(RefreshingCredentials):
 
 async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_error() -> None:
     pytest.importorskip("google.auth.transport.requests")
-    async with GeminiClient("m", vertex=True, project="p", credentials=FailingCredentials(),
-                            base_url="http://127.0.0.1:9") as client:
+    async with GeminiClient(
+        "m",
+        vertex=True,
+        project="p",
+        credentials=FailingCredentials(),
+        base_url="http://127.0.0.1:9",
+    ) as client:
         with pytest.raises(ProviderError) as info:
             await read_all(client)
     assert (info.value.status, info.value.code, info.value.retryable) == (
-        None, "UNAUTHENTICATED", False)
-    assert info.value.message == ("could not get a Vertex AI access token: RefreshError: "
-                                  "invalid_grant: Token has been expired or revoked.")
+        None,
+        "UNAUTHENTICATED",
+        False,
+    )
+    assert info.value.message == (
+        "could not get a Vertex AI access token: RefreshError: "
+        "invalid_grant: Token has been expired or revoked."
+    )
 
 
 # --- streaming -----------------------------------------------------------------------------
 
+
 async def test_stream_yields_the_raw_body_bytes_unchanged() -> None:
-    async with FakeGemini([CHUNKS]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([CHUNKS]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         assert await read_all(client) == frames(CHUNKS)
 
 
 async def test_tiny_writes_arrive_as_the_same_bytes() -> None:
-    async with FakeGemini([Step(CHUNKS, tiny_writes=1)]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([Step(CHUNKS, tiny_writes=1)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         assert await read_all(client) == frames(CHUNKS)
 
 
 async def test_connection_is_kept_alive_across_requests() -> None:
-    async with FakeGemini([CHUNKS, CHUNKS, CHUNKS]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([CHUNKS, CHUNKS, CHUNKS]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         for _ in range(3):
             await read_all(client)
     assert len({r.peer for r in server.records}) == 1
@@ -206,41 +257,78 @@ async def test_shared_http_client_is_not_closed_by_aclose() -> None:
 
 # --- errors --------------------------------------------------------------------------------
 
+
 async def test_http_429_becomes_a_retryable_provider_error_with_retry_after() -> None:
-    async with FakeGemini([Step(http_error=429, retry_after=7)]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([Step(http_error=429, retry_after=7)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         with pytest.raises(ProviderError) as info:
             await read_all(client)
     err = info.value
     assert (err.status, err.code, err.retryable, err.retry_after, err.kind) == (
-        429, "RESOURCE_EXHAUSTED", True, 7.0, "http")
-    assert err.message == "You exceeded your current quota, please check your plan and billing details."
-    assert err.body == {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": err.message}}
+        429,
+        "RESOURCE_EXHAUSTED",
+        True,
+        7.0,
+        "http",
+    )
+    assert (
+        err.message
+        == "You exceeded your current quota, please check your plan and billing details."
+    )
+    assert err.body == {
+        "error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": err.message}
+    }
 
 
 async def test_http_503_retry_info_delay_is_used_without_a_header() -> None:
-    async with FakeGemini([Step(http_error=503, retry_delay="1.5s")]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([Step(http_error=503, retry_delay="1.5s")]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         with pytest.raises(ProviderError) as info:
             await read_all(client)
     assert (info.value.status, info.value.code, info.value.retryable, info.value.retry_after) == (
-        503, "UNAVAILABLE", True, 1.5)
+        503,
+        "UNAVAILABLE",
+        True,
+        1.5,
+    )
 
 
 async def test_http_400_from_validation_is_not_retryable_and_keeps_the_message() -> None:
     bad = {"contents": [*REQUEST["contents"], {"role": "model", "parts": [{"text": "x"}]}]}
-    async with FakeGemini([CHUNKS]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([CHUNKS]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         with pytest.raises(ProviderError) as info:
             await read_all(client, bad)
     assert (info.value.status, info.value.code, info.value.retryable, info.value.message) == (
-        400, "INVALID_ARGUMENT", False, MSG_MULTI_TURN_END)
+        400,
+        "INVALID_ARGUMENT",
+        False,
+        MSG_MULTI_TURN_END,
+    )
     assert info.value.retry_after is None
 
 
-@pytest.mark.parametrize(("status", "retryable"), [
-    (400, False), (401, False), (403, False), (404, False), (408, False),
-    (429, True), (500, True), (502, True), (503, True), (504, True)])
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (408, False),
+        (429, True),
+        (500, True),
+        (502, True),
+        (503, True),
+        (504, True),
+    ],
+)
 def test_retryable_statuses(status: int, retryable: bool) -> None:
     assert provider_error_from_response(status, b"").retryable is retryable
 
@@ -248,7 +336,10 @@ def test_retryable_statuses(status: int, retryable: bool) -> None:
 def test_non_json_error_body_is_quoted_in_the_message() -> None:
     err = provider_error_from_response(502, b"<html>Bad Gateway</html>", reason="Bad Gateway")
     assert (err.status, err.code, err.message) == (
-        502, None, "HTTP 502 Bad Gateway: <html>Bad Gateway</html>")
+        502,
+        None,
+        "HTTP 502 Bad Gateway: <html>Bad Gateway</html>",
+    )
 
 
 def test_error_wrapped_in_an_array_is_understood() -> None:
@@ -258,16 +349,37 @@ def test_error_wrapped_in_an_array_is_understood() -> None:
 
 
 def test_retry_delay_in_seconds_and_nanos_form() -> None:
-    body = orjson.dumps({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "q",
-                                   "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                                                "retryDelay": {"seconds": 2, "nanos": 500000000}}]}})
+    body = orjson.dumps(
+        {
+            "error": {
+                "code": 429,
+                "status": "RESOURCE_EXHAUSTED",
+                "message": "q",
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": {"seconds": 2, "nanos": 500000000},
+                    }
+                ],
+            }
+        }
+    )
     assert provider_error_from_response(429, body).retry_after == 2.5
 
 
 def test_retry_after_header_wins_over_retry_info() -> None:
-    body = orjson.dumps({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "q",
-                                   "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                                                "retryDelay": "30s"}]}})
+    body = orjson.dumps(
+        {
+            "error": {
+                "code": 429,
+                "status": "RESOURCE_EXHAUSTED",
+                "message": "q",
+                "details": [
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "30s"}
+                ],
+            }
+        }
+    )
     assert provider_error_from_response(429, body, {"retry-after": "3"}).retry_after == 3.0
 
 
@@ -288,14 +400,22 @@ async def test_connection_refused_is_a_retryable_connection_error() -> None:
         with pytest.raises(ProviderError) as info:
             await read_all(client)
     assert (info.value.status, info.value.kind, info.value.retryable, info.value.code) == (
-        None, "connection", True, "CONNECTION")
-    assert info.value.message.startswith("connection failed before the response started: ConnectError")
+        None,
+        "connection",
+        True,
+        "CONNECTION",
+    )
+    assert info.value.message.startswith(
+        "connection failed before the response started: ConnectError"
+    )
 
 
 async def test_connection_dropped_mid_stream_is_a_retryable_connection_error() -> None:
     received = b""
-    async with FakeGemini([Step(CHUNKS, drop_after=1)]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         with pytest.raises(ProviderError) as info:
             async with client.stream(REQUEST, timeout=None) as body:
                 async for piece in body:
@@ -303,19 +423,26 @@ async def test_connection_dropped_mid_stream_is_a_retryable_connection_error() -
     assert received == frames(CHUNKS[:1])
     assert (info.value.kind, info.value.retryable, info.value.status) == ("connection", True, None)
     assert info.value.message.startswith(
-        f"connection failed after {len(received)} bytes of the body: RemoteProtocolError")
+        f"connection failed after {len(received)} bytes of the body: RemoteProtocolError"
+    )
 
 
 async def test_timeout_waiting_for_the_first_byte_is_a_timeout_error() -> None:
-    async with FakeGemini([Step(CHUNKS, delay_first_byte=5)]) as server, \
-            GeminiClient("m", api_key="k", base_url=server.url) as client:
+    async with (
+        FakeGemini([Step(CHUNKS, delay_first_byte=5)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url) as client,
+    ):
         with pytest.raises(ProviderError) as info:
             await read_all(client, timeout=0.2)
     assert (info.value.kind, info.value.code, info.value.retryable) == (
-        "timeout", "DEADLINE_EXCEEDED", True)
+        "timeout",
+        "DEADLINE_EXCEEDED",
+        True,
+    )
 
 
 # --- the response is always closed -----------------------------------------------------------
+
 
 class RecordingTransport(httpx.AsyncBaseTransport):
     """Wraps the real transport and remembers whether each response stream was closed."""
@@ -405,4 +532,3 @@ async def test_response_is_closed_on_timeout_mid_stream() -> None:
         assert info.value.kind == "timeout"
         assert transport.closed == [True]
         await client._http.aclose()
-

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+
 from fastagg import events
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
@@ -263,7 +264,7 @@ async def test_l7_precedence_deadline_and_abort_coincide() -> None:
 
     async def block_loop() -> str:
         abort.set()
-        time.sleep(0.08)  # noqa: ASYNC251  (blocks the loop: abort and deadline both due after it)
+        time.sleep(0.08)
         return "late"
 
     model = ScriptedModel(calls(("block_loop", {})))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from fastagg.errors import InvalidRequestError
 from fastagg.limits import StopReason
 from fastagg.request import check_request, map_finish_reason, strip_signatures

@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any, Literal, TypedDict
 
 import pytest
+
 from fastagg import events
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.tools import Tool, ToolContext, tool

@@ -6,8 +6,6 @@ loop (``run_turn``, ``stream_turn``) is asyncio Python.
 
 from __future__ import annotations
 
-from .errors import AggregatorClosed, FastaggError, MalformedStreamError
-
 from ._fastagg import (
     AggregatedResponse,
     ArgDelta,
@@ -21,11 +19,17 @@ from ._fastagg import (
     StreamError,
     TextDelta,
 )
-from .errors import InvalidRequestError, ProviderError
 
 # The turn loop imports the aggregator from this package, so it comes after it.
-from .client import GeminiClient  # noqa: E402
-from .events import (  # noqa: E402
+from .client import GeminiClient
+from .errors import (
+    AggregatorClosed,
+    FastaggError,
+    InvalidRequestError,
+    MalformedStreamError,
+    ProviderError,
+)
+from .events import (
     Lifecycle,
     StepEnd,
     StepStart,
@@ -36,25 +40,38 @@ from .events import (  # noqa: E402
     TurnEnd,
     TurnEvent,
 )
-from .limits import StopReason, TurnLimits, TurnResult  # noqa: E402
-from .loop import run_turn, stream_turn  # noqa: E402
-from .model import ModelClient  # noqa: E402
-from .request import check_request, map_finish_reason, strip_signatures  # noqa: E402
-from .tools import Tool, ToolContext, tool  # noqa: E402
+from .limits import StopReason, TurnLimits, TurnResult
+from .loop import run_turn, stream_turn
+from .model import ModelClient
+from .request import check_request, map_finish_reason, strip_signatures
+from .tools import Tool, ToolContext, tool
 
 __all__ = [
     "AggregatedResponse",
+    "AggregatorClosed",
+    "ArgDelta",
+    "CallEnd",
+    "CallStart",
+    "Candidate",
+    "FastaggError",
+    "Finish",
     "GeminiClient",
     "InvalidRequestError",
     "Lifecycle",
+    "MalformedStreamError",
     "ModelClient",
     "ProviderError",
+    "SseDecoder",
+    "SseEvent",
     "StepEnd",
     "StepStart",
     "StopReason",
+    "StreamAggregator",
+    "StreamError",
+    "TextDelta",
     "ThoughtDelta",
-    "ToolCallDelta",
     "Tool",
+    "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
     "ToolContext",
@@ -68,17 +85,4 @@ __all__ = [
     "stream_turn",
     "strip_signatures",
     "tool",
-    "AggregatorClosed",
-    "ArgDelta",
-    "CallEnd",
-    "CallStart",
-    "Candidate",
-    "FastaggError",
-    "Finish",
-    "MalformedStreamError",
-    "SseDecoder",
-    "SseEvent",
-    "StreamAggregator",
-    "StreamError",
-    "TextDelta",
 ]

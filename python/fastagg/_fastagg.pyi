@@ -1,12 +1,12 @@
 """Type stubs of the Rust extension module ``fastagg._fastagg`` (aggregation.md, api.md)."""
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, TypeAlias
 
 class TextDelta:
     """A text fragment (thought or answer) of candidate ``candidate``, part ``index``."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("candidate", "index", "text", "thought")
     candidate: int
     index: int
     text: str
@@ -16,7 +16,7 @@ class TextDelta:
 class CallStart:
     """A function call was first seen at part ``index``."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("candidate", "index", "id", "name")
     candidate: int
     index: int
     id: str | None
@@ -26,7 +26,7 @@ class CallStart:
 class ArgDelta:
     """A streamed argument fragment was applied at ``json_path``."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("candidate", "index", "json_path", "value")
     candidate: int
     index: int
     json_path: str
@@ -36,7 +36,7 @@ class ArgDelta:
 class CallEnd:
     """A function call is complete: ``call`` is ``{"id", "name", "args"}``."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("candidate", "index", "call")
     candidate: int
     index: int
     call: dict[str, Any]
@@ -45,7 +45,7 @@ class CallEnd:
 class Finish:
     """A finish reason arrived for candidate ``candidate``."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("candidate", "reason")
     candidate: int
     reason: str
     def __init__(self, candidate: int, reason: str) -> None: ...
@@ -53,11 +53,11 @@ class Finish:
 class StreamError:
     """An error object arrived inside the stream (kept verbatim)."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("error",)
     error: Any
     def __init__(self, error: Any) -> None: ...
 
-Delta = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
+Delta: TypeAlias = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
 
 class Candidate:
     """One candidate of an ``AggregatedResponse``."""
@@ -128,7 +128,7 @@ class StreamAggregator:
         *,
         deltas: bool = True,
         strict: bool = True,
-        max_event_bytes: int = 64 * 1024 * 1024,
+        max_event_bytes: int = ...,
         max_array_index: int = 10_000,
     ) -> None: ...
     def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]: ...
@@ -144,7 +144,7 @@ class StreamAggregator:
 class SseEvent:
     """One WHATWG server-sent event."""
 
-    __match_args__: ClassVar[tuple[str, ...]]
+    __match_args__ = ("event", "data", "id", "retry")
     event: str
     data: str
     id: str | None

@@ -53,25 +53,40 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
-        "demo", help="run an agent turn with local tools against a fake Gemini server (no key needed)",
+        "demo",
+        help="run an agent turn with local tools against a fake Gemini server (no key needed)",
         description="Start FakeGemini with the built-in multi-step scenario and run one agent turn "
         "against it with local Python tools, streaming thoughts, answer text, tool calls and "
         "results as they happen. --live runs the same tools against the real service.",
     )
-    demo.add_argument("--live", action="store_true",
-                      help="use the real service: GEMINI_API_KEY / GOOGLE_API_KEY, or Vertex AI "
-                      "with GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION)")
-    demo.add_argument("--model", default=None,
-                      help=f"model for --live (default {DEFAULT_LIVE_MODEL})")
-    demo.add_argument("--prompt", default=None, help="the user message for --live (the fake server's script always answers "
-                      "the picnic question)")
-    demo.add_argument("--pace", type=float, default=0.15, metavar="SECONDS",
-                      help="fake server: seconds between streamed chunks (default 0.15)")
+    demo.add_argument(
+        "--live",
+        action="store_true",
+        help="use the real service: GEMINI_API_KEY / GOOGLE_API_KEY, or Vertex AI "
+        "with GOOGLE_CLOUD_PROJECT (and GOOGLE_CLOUD_LOCATION)",
+    )
+    demo.add_argument(
+        "--model", default=None, help=f"model for --live (default {DEFAULT_LIVE_MODEL})"
+    )
+    demo.add_argument(
+        "--prompt",
+        default=None,
+        help="the user message for --live (the fake server's script always answers "
+        "the picnic question)",
+    )
+    demo.add_argument(
+        "--pace",
+        type=float,
+        default=0.15,
+        metavar="SECONDS",
+        help="fake server: seconds between streamed chunks (default 0.15)",
+    )
     demo.add_argument("--no-color", action="store_true", help="plain output (also: env NO_COLOR)")
     demo.set_defaults(run=_cmd_demo)
 
     agg = sub.add_parser(
-        "aggregate", help="aggregate a recorded streamGenerateContent body and print it as JSON",
+        "aggregate",
+        help="aggregate a recorded streamGenerateContent body and print it as JSON",
         description="Read a recorded response body (SSE or JSON-array framing) from FILE or "
         "stdin ('-') and print the aggregated response as JSON. Exit codes: 0 ok, 1 malformed "
         "stream (the error and its byte offset go to stderr), 2 usage or I/O error.",
@@ -80,13 +95,15 @@ def _parser() -> argparse.ArgumentParser:
     view = agg.add_mutually_exclusive_group()
     view.add_argument("--parts", action="store_true", help="print only the parts (replayable)")
     view.add_argument("--text", action="store_true", help="print only the answer text")
-    view.add_argument("--response", action="store_true",
-                      help="print a GenerateContentResponse-shaped object")
+    view.add_argument(
+        "--response", action="store_true", help="print a GenerateContentResponse-shaped object"
+    )
     agg.set_defaults(run=_cmd_aggregate)
 
     replay = sub.add_parser(
-        "replay-server", help="serve a scripted or recorded scenario on loopback until Ctrl-C",
-        description="Serve SCENARIO (a JSON script: a list of steps or {\"steps\": [...]}, "
+        "replay-server",
+        help="serve a scripted or recorded scenario on loopback until Ctrl-C",
+        description='Serve SCENARIO (a JSON script: a list of steps or {"steps": [...]}, '
         "a recorded .sse body, or one of the built-in names demo, runaway, stalled) with "
         "FakeGemini. Point GeminiClient(base_url=URL) or google-genai "
         "HttpOptions(base_url=URL) at the printed URL.",
@@ -94,17 +111,24 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("scenario", metavar="SCENARIO", help="script file or built-in name")
     replay.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any)")
     replay.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    replay.add_argument("--framing", choices=("sse", "array"), default="sse",
-                        help="sse: SSE when alt=sse is asked for, else array (default); "
-                        "array: always a JSON array")
+    replay.add_argument(
+        "--framing",
+        choices=("sse", "array"),
+        default="sse",
+        help="sse: SSE when alt=sse is asked for, else array (default); array: always a JSON array",
+    )
     replay.add_argument("--repeat", action="store_true", help="start over when the script runs out")
-    replay.add_argument("--no-validate", action="store_true",
-                        help="answer every request, even those the service would refuse")
+    replay.add_argument(
+        "--no-validate",
+        action="store_true",
+        help="answer every request, even those the service would refuse",
+    )
     replay.set_defaults(run=_cmd_replay)
     return parser
 
 
 # --- aggregate ---------------------------------------------------------------------------------
+
 
 def _cmd_aggregate(args: argparse.Namespace) -> int:
     from . import MalformedStreamError, StreamAggregator
@@ -113,7 +137,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     errors: list[Exception] = []
     aggregator = StreamAggregator(deltas=False)
     try:
-        stream: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+        stream: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")
         with stream:
             while block := stream.read(64 * 1024):
                 try:
@@ -127,8 +151,10 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     if errors:
         for error in errors:
             print(f"fastagg aggregate: {name}: {error}", file=sys.stderr)
-        print(f"fastagg aggregate: {name}: {len(errors)} malformed event(s); no output written",
-              file=sys.stderr)
+        print(
+            f"fastagg aggregate: {name}: {len(errors)} malformed event(s); no output written",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     if args.text:
         sys.stdout.write(result.text + "\n")
@@ -161,6 +187,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
 # --- replay-server -------------------------------------------------------------------------------
 
+
 def _load_scenario(name: str) -> list[Any]:
     from .testing import demo_scenario, load_script, runaway_scenario, stalled_scenario
 
@@ -174,19 +201,25 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     try:
         steps = _load_scenario(args.scenario)
     except OSError as exc:
-        print(f"fastagg replay-server: cannot read {args.scenario}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"fastagg replay-server: cannot read {args.scenario}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except (ValueError, TypeError) as exc:
-        print(f"fastagg replay-server: {args.scenario} is not a valid script: {exc}", file=sys.stderr)
+        print(
+            f"fastagg replay-server: {args.scenario} is not a valid script: {exc}", file=sys.stderr
+        )
         return EXIT_USAGE
     try:
         asyncio.run(_serve(args, steps))
     except KeyboardInterrupt:
         print("fastagg replay-server: stopped", file=sys.stderr)
     except OSError as exc:
-        print(f"fastagg replay-server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"fastagg replay-server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     return EXIT_OK
 
@@ -198,16 +231,27 @@ async def _serve(args: argparse.Namespace, steps: list[Any]) -> None:
         outcome = f"step {record.step + 1}" if record.step is not None else record.rejection
         print(f"{record.method} {record.path} -> {record.status} ({outcome})", flush=True)
 
-    server = FakeGemini(steps, host=args.host, port=args.port, framing=args.framing,
-                        repeat=args.repeat, validate=not args.no_validate, on_request=log)
+    server = FakeGemini(
+        steps,
+        host=args.host,
+        port=args.port,
+        framing=args.framing,
+        repeat=args.repeat,
+        validate=not args.no_validate,
+        on_request=log,
+    )
     async with server:
         print(f"fake Gemini serving {len(steps)} step(s) at {server.url}", flush=True)
-        print(f"  e.g. GeminiClient('gemini-3-flash-preview', base_url='{server.url}', "
-              "api_key='fake'); Ctrl-C stops", flush=True)
+        print(
+            f"  e.g. GeminiClient('gemini-3-flash-preview', base_url='{server.url}', "
+            "api_key='fake'); Ctrl-C stops",
+            flush=True,
+        )
         await asyncio.Event().wait()
 
 
 # --- demo ------------------------------------------------------------------------------------------
+
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     color = not args.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
@@ -231,8 +275,10 @@ def _live_client(model: str) -> Any:
         return GeminiClient(model)
     if os.environ.get("GOOGLE_CLOUD_PROJECT"):
         return GeminiClient(model, vertex=True)
-    raise _UsageError("--live needs GEMINI_API_KEY (or GOOGLE_API_KEY), or GOOGLE_CLOUD_PROJECT "
-                      "with Vertex AI credentials; without --live the demo needs no key")
+    raise _UsageError(
+        "--live needs GEMINI_API_KEY (or GOOGLE_API_KEY), or GOOGLE_CLOUD_PROJECT "
+        "with Vertex AI credentials; without --live the demo needs no key"
+    )
 
 
 async def _demo(args: argparse.Namespace, out: _Printer) -> int:
@@ -254,15 +300,18 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
         server = FakeGemini(demo_scenario(pace=args.pace))
         await server.start()
         client = GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="fake")
-        where = f"fake Gemini at {server.url} (scripted: thoughts, parallel calls, an in-stream " \
-                "500, a streamed-argument call)"
+        where = (
+            f"fake Gemini at {server.url} (scripted: thoughts, parallel calls, an in-stream "
+            "500, a streamed-argument call)"
+        )
     out.header(prompt, where)
     started = time.monotonic()
     stop_reason = None
     try:
         async with client:
-            async for event in stream_turn(client, contents, tools=demo_tools(), limits=limits,
-                                           config=config):
+            async for event in stream_turn(
+                client, contents, tools=demo_tools(), limits=limits, config=config
+            ):
                 out.event(event, time.monotonic() - started)
                 if isinstance(event, TurnEnd):
                     stop_reason = event.result.stop_reason
@@ -308,8 +357,11 @@ class _Printer:
         if isinstance(event, ev.StepStart):
             retry = f", attempt {event.attempt}" if event.attempt > 1 else ""
             kind = " final answer" if event.kind == "final-answer" else ""
-            self.line(self._c("2", f"── step {event.step}/{event.max_steps}{kind}{retry} "
-                                   f"· {elapsed:.1f}s ──"))
+            self.line(
+                self._c(
+                    "2", f"── step {event.step}/{event.max_steps}{kind}{retry} · {elapsed:.1f}s ──"
+                )
+            )
         elif isinstance(event, ev.ThoughtDelta):
             if self.mode != "thought":
                 self.end_run()
@@ -350,12 +402,22 @@ class _Printer:
         elif isinstance(event, ev.StepEnd):
             total = (event.usage or {}).get("totalTokenCount")
             tokens = f", {total} tokens" if total is not None else ""
-            self.line(self._c("2", f"   step {event.step} ended: {event.outcome}, finish "
-                                   f"{event.raw_finish_reason or 'none'}{tokens}"))
+            self.line(
+                self._c(
+                    "2",
+                    f"   step {event.step} ended: {event.outcome}, finish "
+                    f"{event.raw_finish_reason or 'none'}{tokens}",
+                )
+            )
         elif isinstance(event, ev.Lifecycle):
             tool = f" ({event.tool_name})" if event.tool_name else ""
-            self.line(self._c("33", f"!  {event.phase}{tool} at step {event.step}/{event.max_steps}, "
-                                    f"{event.tool_call_count} tool calls, {event.elapsed:.1f}s"))
+            self.line(
+                self._c(
+                    "33",
+                    f"!  {event.phase}{tool} at step {event.step}/{event.max_steps}, "
+                    f"{event.tool_call_count} tool calls, {event.elapsed:.1f}s",
+                )
+            )
         elif isinstance(event, ev.TurnEnd):
             self.summary(event.result)
 
@@ -364,17 +426,27 @@ class _Printer:
         color = "32" if str(result.stop_reason) == "completed" else "31"
         self.line("")
         self.line(self._c("1", "summary"))
-        self.line(f"  stop reason : {self._c(color, str(result.stop_reason))}"
-                  f" (finish {result.finish_reason}, raw {result.raw_finish_reason})")
+        self.line(
+            f"  stop reason : {self._c(color, str(result.stop_reason))}"
+            f" (finish {result.finish_reason}, raw {result.raw_finish_reason})"
+        )
         self.line(f"  steps       : {result.steps_used}")
         self.line(f"  tool calls  : {result.tool_call_count}")
         retries = ", ".join(f"{k} {v}" for k, v in sorted(result.retries.items()) if v) or "none"
         self.line(f"  retries     : {retries}")
-        self.line("  usage       : " + ", ".join(
-            f"{label} {usage[key]}" for label, key in (
-                ("prompt", "promptTokenCount"), ("output", "candidatesTokenCount"),
-                ("thoughts", "thoughtsTokenCount"), ("total", "totalTokenCount"))
-            if key in usage))
+        self.line(
+            "  usage       : "
+            + ", ".join(
+                f"{label} {usage[key]}"
+                for label, key in (
+                    ("prompt", "promptTokenCount"),
+                    ("output", "candidatesTokenCount"),
+                    ("thoughts", "thoughtsTokenCount"),
+                    ("total", "totalTokenCount"),
+                )
+                if key in usage
+            )
+        )
         self.line(f"  time        : {result.elapsed:.2f}s")
         if result.message:
             self.line(f"  message     : {result.message}")

@@ -102,9 +102,13 @@ class GeminiClient:
         if headers:
             self._headers.update({k.lower(): v for k, v in headers.items()})
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx.AsyncClient(
-            timeout=DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        self._http = (
+            http_client
+            if http_client is not None
+            else httpx.AsyncClient(
+                timeout=DEFAULT_TIMEOUT,
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            )
         )
 
     def _init_gemini(
@@ -204,7 +208,8 @@ class GeminiClient:
                     await asyncio.to_thread(creds.refresh, Request())
             except google_auth.exceptions.GoogleAuthError as exc:
                 raise ProviderError(
-                    None, "UNAUTHENTICATED",
+                    None,
+                    "UNAUTHENTICATED",
                     f"could not get a Vertex AI access token: {type(exc).__name__}: {exc}",
                     False,
                 ) from exc
@@ -288,11 +293,17 @@ def _transport_error(exc: httpx.TransportError, where: str) -> ProviderError:
     detail = str(exc) or name
     if isinstance(exc, httpx.TimeoutException):
         return ProviderError(
-            None, "DEADLINE_EXCEEDED", f"timed out {where}: {name}: {detail}", True,
+            None,
+            "DEADLINE_EXCEEDED",
+            f"timed out {where}: {name}: {detail}",
+            True,
             kind="timeout",
         )
     return ProviderError(
-        None, "CONNECTION", f"connection failed {where}: {name}: {detail}", True,
+        None,
+        "CONNECTION",
+        f"connection failed {where}: {name}: {detail}",
+        True,
         kind="connection",
     )
 
@@ -307,7 +318,9 @@ async def _read_error(response: httpx.Response) -> ProviderError:
     except httpx.TransportError:
         pass  # the status is what matters; keep what arrived
     return provider_error_from_response(
-        response.status_code, bytes(raw[:MAX_ERROR_BODY]), response.headers,
+        response.status_code,
+        bytes(raw[:MAX_ERROR_BODY]),
+        response.headers,
         reason=response.reason_phrase,
     )
 
@@ -342,8 +355,13 @@ def provider_error_from_response(
         if retry_after is None:
             retry_after = retry_info_delay(error.get("details"))
         return ProviderError(
-            status, code, message, status in RETRYABLE_STATUSES, retry_after,
-            kind="http", body=parsed,
+            status,
+            code,
+            message,
+            status in RETRYABLE_STATUSES,
+            retry_after,
+            kind="http",
+            body=parsed,
         )
     text = body.decode("utf-8", "replace").strip()
     snippet = text[:300] + ("…" if len(text) > 300 else "")

@@ -40,8 +40,8 @@ from .events import (
     StepStart,
     TextDelta,
     ThoughtDelta,
-    ToolCallEnd,
     ToolCallDelta,
+    ToolCallEnd,
     ToolCallStart,
     TurnEnd,
     TurnEvent,
@@ -755,7 +755,7 @@ class _Turn:
                 uncancel = getattr(task, "uncancel", None)
                 if timed_out and uncancel is not None:
                     uncancel()
-            except Exception as exc:  # noqa: BLE001  (any tool failure goes back to the model)
+            except Exception as exc:
                 response = {"error": f"{type(exc).__name__}: {exc}"}
                 status = "error"
             finally:

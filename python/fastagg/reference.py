@@ -410,9 +410,7 @@ class _SseFramer:
         if self._kind == _LINE_BLOCK:
             assert self._block is not None
             if self._block.closed:
-                out.append(
-                    _event_frame(self._block.offset, self._block.buf, pending=False)
-                )
+                out.append(_event_frame(self._block.offset, self._block.buf, pending=False))
                 self._block = None
         self._kind = _LINE_UNKNOWN
         self._in_line = False
@@ -639,9 +637,7 @@ class _BodyFramer:
 
 def _is_retry_value(value: str) -> bool:
     """All ASCII digits, and small enough for a 64-bit unsigned integer (as in Rust)."""
-    return (
-        value.isascii() and value.isdigit() and len(value) <= 20 and int(value) < 2**64
-    )
+    return value.isascii() and value.isdigit() and len(value) <= 20 and int(value) < 2**64
 
 
 class SseDecoder:
@@ -708,9 +704,7 @@ class SseDecoder:
     def _dispatch(self, out: list[SseEvent]) -> None:
         if self._data:
             event_type = self._event_type or "message"
-            out.append(
-                SseEvent(event_type, "\n".join(self._data), self._last_id, self._retry)
-            )
+            out.append(SseEvent(event_type, "\n".join(self._data), self._last_id, self._retry))
         self._data = []
         self._event_type = ""
         self._retry = None
@@ -747,9 +741,7 @@ def _parse_payload(payload: bytes, limit: int) -> tuple[str | None, Any]:
     return None, value
 
 
-def _malformed(
-    problem: str, index: int, offset: int, limit: int
-) -> MalformedStreamError:
+def _malformed(problem: str, index: int, offset: int, limit: int) -> MalformedStreamError:
     """The error of F10 with its message, word for word."""
     where = f"event {index} at byte {offset}"
     if problem == INVALID_UTF8:
@@ -775,9 +767,7 @@ def _as_bytes(data: object) -> bytes:
         return data
     if isinstance(data, (bytearray, memoryview)):
         return bytes(data)
-    raise TypeError(
-        f"expected bytes, bytearray or memoryview, got {type(data).__name__}"
-    )
+    raise TypeError(f"expected bytes, bytearray or memoryview, got {type(data).__name__}")
 
 
 # --------------------------------------------------------------------------
@@ -931,9 +921,7 @@ def _holds_value(args: dict[str, Any], path: tuple[Segment, ...]) -> bool:
     return True
 
 
-def _assign(
-    args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool
-) -> bool:
+def _assign(args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool) -> bool:
     """Apply one partial arg (C4, C9); False on a type conflict (nothing changed then).
 
     Containers are only created for missing children, after which nothing can
@@ -1138,9 +1126,7 @@ class _TurnState:
         if index is None:
             index = 0
         elif type(index) is not int or not 0 <= index < 2**31:
-            self._shape(
-                i, f"candidates[{j}].index", "a non-negative integer below 2^31"
-            )
+            self._shape(i, f"candidates[{j}].index", "a non-negative integer below 2^31")
             return
         cand = self.candidates.get(index)
         if cand is None:
@@ -1153,9 +1139,7 @@ class _TurnState:
                     if isinstance(part, dict):
                         self._part(cand, part, i, j, p, deltas)
                     else:
-                        self._shape(
-                            i, f"candidates[{j}].content.parts[{p}]", "an object"
-                        )
+                        self._shape(i, f"candidates[{j}].content.parts[{p}]", "an object")
             elif parts is not None:
                 self._shape(i, f"candidates[{j}].content.parts", "a list")
         elif content is not None:
@@ -1224,9 +1208,7 @@ class _TurnState:
             cand.slots.append(_KeptPart(part))
             return
         thought = part.get("thought", False)
-        if len(part) == 1 or (
-            len(part) == 2 and "thought" in part and isinstance(thought, bool)
-        ):
+        if len(part) == 1 or (len(part) == 2 and "thought" in part and isinstance(thought, bool)):
             if not text:
                 return  # P2
             slots = cand.slots
@@ -1347,9 +1329,7 @@ class _TurnState:
                     if isinstance(parsed, tuple):
                         paths.append(parsed)
             holders = [
-                c
-                for c in cand.open_calls
-                if any(_holds_value(c.args, path) for path in paths)
+                c for c in cand.open_calls if any(_holds_value(c.args, path) for path in paths)
             ]
             if holders:
                 return max(holders, key=lambda c: c.touched)
@@ -1582,11 +1562,7 @@ class AggregatedResponse:
     @property
     def content(self) -> dict[str, Any]:
         """``{"role": "model", "parts": parts}`` of candidate 0."""
-        return (
-            self._first.content
-            if self._first is not None
-            else {"role": "model", "parts": []}
-        )
+        return self._first.content if self._first is not None else {"role": "model", "parts": []}
 
     @property
     def text(self) -> str:
@@ -1752,10 +1728,7 @@ def _same(value: Any) -> Any:
 def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedResponse:
     keep = _render_json if fresh else _same
     return AggregatedResponse(
-        [
-            _render_candidate(state.candidates[i], fresh=fresh)
-            for i in sorted(state.candidates)
-        ],
+        [_render_candidate(state.candidates[i], fresh=fresh) for i in sorted(state.candidates)],
         keep(state.usage),
         keep(state.model_version),
         keep(state.response_id),
@@ -1802,9 +1775,7 @@ class StreamAggregator:
         self._max_event_bytes = _check_limit("max_event_bytes", max_event_bytes)
         self._warnings: list[str] = []
         self._framer = _BodyFramer(self._max_event_bytes)
-        self._state = _TurnState(
-            _check_limit("max_array_index", max_array_index), self._warnings
-        )
+        self._state = _TurnState(_check_limit("max_array_index", max_array_index), self._warnings)
         self._events_seen = 0
         self._bytes_seen = 0
         self._truncated = False
@@ -1889,9 +1860,7 @@ class StreamAggregator:
 
     def _check_open(self) -> None:
         if self._result is not None:
-            raise AggregatorClosed(
-                "the aggregator was closed; create a new one for another stream"
-            )
+            raise AggregatorClosed("the aggregator was closed; create a new one for another stream")
 
     def _frame(
         self,
@@ -1946,9 +1915,7 @@ class StreamAggregator:
         self._events_seen += 1
         self._state.apply(event, index, deltas if self._deltas else None)
 
-    def _reject(
-        self, problem: str, offset: int, errors: list[MalformedStreamError] | None
-    ) -> None:
+    def _reject(self, problem: str, offset: int, errors: list[MalformedStreamError] | None) -> None:
         """A bad payload still counts as an event (F9); strict mode raises later (F10)."""
         error = _malformed(problem, self._events_seen, offset, self._max_event_bytes)
         self._events_seen += 1
@@ -1957,9 +1924,7 @@ class StreamAggregator:
         else:
             self._warnings.append(f"F8: {error}")
 
-    def _finish_call(
-        self, deltas: list[Delta], errors: list[MalformedStreamError]
-    ) -> list[Delta]:
+    def _finish_call(self, deltas: list[Delta], errors: list[MalformedStreamError]) -> list[Delta]:
         if errors:
             first = errors[0]
             first.deltas = deltas

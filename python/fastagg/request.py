@@ -219,7 +219,7 @@ class RequestGuard:
                 f"{len(calls)} function call(s); the numbers must be equal",
                 where,
             )
-        for k, ((j, response), call) in enumerate(zip(responses, calls)):
+        for k, ((j, response), call) in enumerate(zip(responses, calls, strict=True)):
             at = f"{where}.parts[{j}]"
             if not isinstance(response, Mapping):
                 raise InvalidRequestError(f"{at}.functionResponse is not an object", at)

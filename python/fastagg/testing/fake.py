@@ -45,8 +45,10 @@ _HTTP_ERRORS: dict[int, tuple[str, str]] = {
     ),
     500: (
         "INTERNAL",
-        ("An internal error has occurred. Please retry or report in "
-        "https://developers.generativeai.google/guide/troubleshooting"),
+        (
+            "An internal error has occurred. Please retry or report in "
+            "https://developers.generativeai.google/guide/troubleshooting"
+        ),
     ),
     502: ("UNAVAILABLE", "Bad gateway."),
     503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
@@ -304,16 +306,34 @@ class FakeGemini:
         except orjson.JSONDecodeError as exc:
             body = raw_body.decode("utf-8", "replace")
             if match:
-                return self._refuse(request, body, match, 400, "INVALID_ARGUMENT",
-                                    f"Invalid JSON payload received. {exc}")
+                return self._refuse(
+                    request,
+                    body,
+                    match,
+                    400,
+                    "INVALID_ARGUMENT",
+                    f"Invalid JSON payload received. {exc}",
+                )
         if match is None or request.method != "POST":
-            return self._refuse(request, body, None, 404, "NOT_FOUND",
-                                f"FakeGemini: no route for {request.method} {request.path} "
-                                "(expected POST /{version}/models/{model}:streamGenerateContent "
-                                "or a Vertex publishers/google/models path)")
+            return self._refuse(
+                request,
+                body,
+                None,
+                404,
+                "NOT_FOUND",
+                f"FakeGemini: no route for {request.method} {request.path} "
+                "(expected POST /{version}/models/{model}:streamGenerateContent "
+                "or a Vertex publishers/google/models path)",
+            )
         if match["method"] != "streamGenerateContent":
-            return self._refuse(request, body, match, 404, "NOT_FOUND",
-                                f"FakeGemini answers only streamGenerateContent, not {match['method']}")
+            return self._refuse(
+                request,
+                body,
+                match,
+                404,
+                "NOT_FOUND",
+                f"FakeGemini answers only streamGenerateContent, not {match['method']}",
+            )
         if self.require_auth and not _has_credentials(request):
             return self._refuse(request, body, match, 403, "PERMISSION_DENIED", _NO_AUTH)
         if self.validate:
@@ -325,7 +345,11 @@ class FakeGemini:
         step = self._next_step(body, index)
         if step is None:
             return self._refuse(
-                request, body, match, 500, "INTERNAL",
+                request,
+                body,
+                match,
+                500,
+                "INTERNAL",
                 f"FakeGemini: the script is exhausted: request {index + 1} arrived but the "
                 f"script has {len(self._steps)} steps",
             )
@@ -359,36 +383,62 @@ class FakeGemini:
                         self.signatures_issued.add(raw)
 
     def _record(
-        self, request: web.Request, body: Any, match: re.Match[str] | None, status: int,
-        step: int | None, rejection: str | None,
+        self,
+        request: web.Request,
+        body: Any,
+        match: re.Match[str] | None,
+        status: int,
+        step: int | None,
+        rejection: str | None,
     ) -> None:
         backend = "" if match is None else ("vertex" if match["vertex"] else "gemini")
         record = RecordedRequest(
-            method=request.method, path=request.path, query=dict(request.query),
-            headers={k.lower(): v for k, v in request.headers.items()}, body=body,
-            backend=backend, model="" if match is None else match["model"],
-            status=status, step=step, rejection=rejection, peer=_peer(request),
+            method=request.method,
+            path=request.path,
+            query=dict(request.query),
+            headers={k.lower(): v for k, v in request.headers.items()},
+            body=body,
+            backend=backend,
+            model="" if match is None else match["model"],
+            status=status,
+            step=step,
+            rejection=rejection,
+            peer=_peer(request),
         )
         self.records.append(record)
         if self.on_request is not None:
             self.on_request(record)
 
     def _refuse(
-        self, request: web.Request, body: Any, match: re.Match[str] | None,
-        status: int | Rejection, code: str = "", message: str = "",
+        self,
+        request: web.Request,
+        body: Any,
+        match: re.Match[str] | None,
+        status: int | Rejection,
+        code: str = "",
+        message: str = "",
     ) -> web.Response:
-        rejection = status if isinstance(status, Rejection) else Rejection(message, "", code, status)
+        rejection = (
+            status if isinstance(status, Rejection) else Rejection(message, "", code, status)
+        )
         self._record(request, body, match, rejection.code, None, rejection.message)
         return _json_response(rejection.code, rejection.body())
 
     def _http_error(self, step: Step) -> web.Response:
         status = step.http_error or 500
         code, default = _HTTP_ERRORS.get(status, ("UNKNOWN", f"HTTP {status}"))
-        error: dict[str, Any] = {"code": status, "message": step.error_message or default,
-                                 "status": code}
+        error: dict[str, Any] = {
+            "code": status,
+            "message": step.error_message or default,
+            "status": code,
+        }
         if step.retry_delay is not None:
-            error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
-                                 "retryDelay": step.retry_delay}]
+            error["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": step.retry_delay,
+                }
+            ]
         headers = {}
         if step.retry_after is not None:
             headers["Retry-After"] = _header_number(step.retry_after)
@@ -473,10 +523,11 @@ def _header_number(value: float | str) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _json_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-                   ) -> web.Response:
+def _json_response(
+    status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> web.Response:
     # Pretty-printed, as the service sends error bodies.
     text = json.dumps(body, indent=2, ensure_ascii=False)
-    return web.Response(status=status, text=text, content_type="application/json",
-                        charset="utf-8", headers=headers)
-
+    return web.Response(
+        status=status, text=text, content_type="application/json", charset="utf-8", headers=headers
+    )

@@ -52,10 +52,14 @@ RUNAWAY_PROMPT = "Find out everything about the history of the croissant."
 STALLED_PROMPT = "Summarize this very long report."
 
 _WEATHER: dict[str, dict[str, Any]] = {
-    "Paris": {"city": "Paris", "temp_c": 24, "sky": "sunny", "rain_chance": 0.05,
-              "wind_kmh": 8},
-    "London": {"city": "London", "temp_c": 16, "sky": "showers", "rain_chance": 0.7,
-               "wind_kmh": 22},
+    "Paris": {"city": "Paris", "temp_c": 24, "sky": "sunny", "rain_chance": 0.05, "wind_kmh": 8},
+    "London": {
+        "city": "London",
+        "temp_c": 16,
+        "sky": "showers",
+        "rain_chance": 0.7,
+        "wind_kmh": 22,
+    },
 }
 
 NOTE_BODY = (
@@ -107,36 +111,73 @@ def demo_scenario(pace: float = 0.0) -> list[Step]:
     (``fastagg demo`` uses 0.15); tests keep the default 0.
     """
     rid = "demo-1"
-    step1 = Step(chunk_interval=pace, chunks=[
-        chunk(thought("**Planning the comparison**\n\nThe user wants to compare "),
-              usage=usage(96, thoughts=24), response_id=rid),
-        chunk(thought("Paris and London. I'll fetch both forecasts at once."),
-              usage=usage(96, thoughts=51), response_id=rid),
-        chunk(call("get_weather", {"city": "Paris"}, id="fc_paris",
-                   signature=signature("demo step 1")),
-              response_id=rid),
-        chunk(call("get_weather", {"city": "London"}, id="fc_london"),
-              finish_reason="STOP", usage=usage(96, candidates=18, thoughts=51),
-              response_id=rid),
-    ])
+    step1 = Step(
+        chunk_interval=pace,
+        chunks=[
+            chunk(
+                thought("**Planning the comparison**\n\nThe user wants to compare "),
+                usage=usage(96, thoughts=24),
+                response_id=rid,
+            ),
+            chunk(
+                thought("Paris and London. I'll fetch both forecasts at once."),
+                usage=usage(96, thoughts=51),
+                response_id=rid,
+            ),
+            chunk(
+                call(
+                    "get_weather",
+                    {"city": "Paris"},
+                    id="fc_paris",
+                    signature=signature("demo step 1"),
+                ),
+                response_id=rid,
+            ),
+            chunk(
+                call("get_weather", {"city": "London"}, id="fc_london"),
+                finish_reason="STOP",
+                usage=usage(96, candidates=18, thoughts=51),
+                response_id=rid,
+            ),
+        ],
+    )
     # The fault: reasoning starts, then the service fails inside the 200 stream
     # and never sends a finish reason. Nothing visible was delivered: retryable.
     rid = "demo-2"
-    step2 = Step(chunk_interval=pace, chunks=[
-        chunk(thought("**Comparing the forecasts**\n\nParis: 24 °C and sunny. "),
-              usage=usage(231, thoughts=30), response_id=rid),
-        error_chunk(),
-    ])
+    step2 = Step(
+        chunk_interval=pace,
+        chunks=[
+            chunk(
+                thought("**Comparing the forecasts**\n\nParis: 24 °C and sunny. "),
+                usage=usage(231, thoughts=30),
+                response_id=rid,
+            ),
+            error_chunk(),
+        ],
+    )
     rid = "demo-3"
-    step3 = Step(chunk_interval=pace, chunks=[
-        chunk(thought("**Comparing the forecasts**\n\nParis is sunny at 24 °C, London has "
-                      "showers. Paris wins; I'll write the packing note."),
-              usage=usage(231, thoughts=44), response_id=rid),
-        *streamed_call("save_note", {"title": "Picnic packing list", "body": NOTE_BODY},
-                       id="fc_note", signature=signature("demo step 3"), piece=24,
-                       response_id=rid),
-        final(usage=usage(231, candidates=52, thoughts=44), response_id=rid),
-    ])
+    step3 = Step(
+        chunk_interval=pace,
+        chunks=[
+            chunk(
+                thought(
+                    "**Comparing the forecasts**\n\nParis is sunny at 24 °C, London has "
+                    "showers. Paris wins; I'll write the packing note."
+                ),
+                usage=usage(231, thoughts=44),
+                response_id=rid,
+            ),
+            *streamed_call(
+                "save_note",
+                {"title": "Picnic packing list", "body": NOTE_BODY},
+                id="fc_note",
+                signature=signature("demo step 3"),
+                piece=24,
+                response_id=rid,
+            ),
+            final(usage=usage(231, candidates=52, thoughts=44), response_id=rid),
+        ],
+    )
     rid = "demo-4"
     answer = [
         "Paris is the better pick: ",
@@ -145,12 +186,20 @@ def demo_scenario(pace: float = 0.0) -> list[Step]:
         "I saved your packing note \u201cPicnic packing list\u201d: ",
         "sunscreen, a hat, a blanket, water and a plan for the wasps.",
     ]
-    step4 = Step(chunk_interval=pace, chunks=[
-        *(chunk(text(piece), usage=usage(310, candidates=8 * (n + 1)), response_id=rid)
-          for n, piece in enumerate(answer)),
-        final(signature("demo step 4"), usage=usage(310, candidates=47, thoughts=12),
-              response_id=rid),
-    ])
+    step4 = Step(
+        chunk_interval=pace,
+        chunks=[
+            *(
+                chunk(text(piece), usage=usage(310, candidates=8 * (n + 1)), response_id=rid)
+                for n, piece in enumerate(answer)
+            ),
+            final(
+                signature("demo step 4"),
+                usage=usage(310, candidates=47, thoughts=12),
+                response_id=rid,
+            ),
+        ],
+    )
     return [step1, step2, step3, step4]
 
 
@@ -161,29 +210,62 @@ def runaway_scenario(n: int = 10) -> list[Step]:
     steps = []
     for i in range(n):
         rid = f"runaway-{i + 1}"
-        steps.append(Step(chunks=[
-            chunk(thought(f"I still need more detail (search {i + 1})."),
-                  usage=usage(60 + 40 * i, thoughts=12), response_id=rid),
-            chunk(call("lookup", {"query": f"croissant history part {i + 1}"},
-                       id=f"fc_lookup_{i + 1}", signature=signature(f"runaway {i + 1}")),
-                  finish_reason="STOP", usage=usage(60 + 40 * i, candidates=9, thoughts=12),
-                  response_id=rid),
-        ]))
+        steps.append(
+            Step(
+                chunks=[
+                    chunk(
+                        thought(f"I still need more detail (search {i + 1})."),
+                        usage=usage(60 + 40 * i, thoughts=12),
+                        response_id=rid,
+                    ),
+                    chunk(
+                        call(
+                            "lookup",
+                            {"query": f"croissant history part {i + 1}"},
+                            id=f"fc_lookup_{i + 1}",
+                            signature=signature(f"runaway {i + 1}"),
+                        ),
+                        finish_reason="STOP",
+                        usage=usage(60 + 40 * i, candidates=9, thoughts=12),
+                        response_id=rid,
+                    ),
+                ]
+            )
+        )
     rid = "runaway-answer"
-    steps.append(Step(chunks=[
-        chunk(text("From what I gathered: the croissant descends from the Austrian "
-                   "kipferl and became French in the 19th century."),
-              response_id=rid),
-        final(signature("runaway answer"), usage=usage(60 + 40 * n, candidates=28),
-              response_id=rid),
-    ]))
+    steps.append(
+        Step(
+            chunks=[
+                chunk(
+                    text(
+                        "From what I gathered: the croissant descends from the Austrian "
+                        "kipferl and became French in the 19th century."
+                    ),
+                    response_id=rid,
+                ),
+                final(
+                    signature("runaway answer"),
+                    usage=usage(60 + 40 * n, candidates=28),
+                    response_id=rid,
+                ),
+            ]
+        )
+    )
     return steps
 
 
 def stalled_scenario() -> list[Step]:
     """One thought chunk, then the stream stays open and silent until the client leaves."""
-    return [Step(
-        chunks=[chunk(thought("**Reading the report**\n\nThis will take a while."),
-                      usage=usage(40, thoughts=9), response_id="stalled-1")],
-        pause_after=1, pause=math.inf,
-    )]
+    return [
+        Step(
+            chunks=[
+                chunk(
+                    thought("**Reading the report**\n\nThis will take a while."),
+                    usage=usage(40, thoughts=9),
+                    response_id="stalled-1",
+                )
+            ],
+            pause_after=1,
+            pause=math.inf,
+        )
+    ]

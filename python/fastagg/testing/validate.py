@@ -202,7 +202,7 @@ def _check_responses(contents: list[dict[str, Any]]) -> Rejection | None:
         ]
         if len(responses) != len(calls):
             return Rejection(MSG_FC_RESPONSE_COUNT, f"contents[{end}]")
-        for n, ((ci, cj, fc), (rj, fr)) in enumerate(zip(calls, responses)):
+        for n, ((ci, cj, fc), (rj, fr)) in enumerate(zip(calls, responses, strict=True)):
             fc = fc if isinstance(fc, dict) else {}
             fr = fr if isinstance(fr, dict) else {}
             where = f"contents[{end}].parts[{rj}].functionResponse"
@@ -217,7 +217,9 @@ def _check_responses(contents: list[dict[str, Any]]) -> Rejection | None:
     for i, content in enumerate(contents):
         if i in answered or _role(content) != "user":
             continue
-        if any(_get(p, "functionResponse", "function_response") is not None for p in _parts(content)):
+        if any(
+            _get(p, "functionResponse", "function_response") is not None for p in _parts(content)
+        ):
             return Rejection(MSG_FR_AFTER_FC, f"contents[{i}]")
     return None
 
