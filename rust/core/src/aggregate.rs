@@ -1297,6 +1297,7 @@ pub fn py_float_repr(f: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn sse(events: &[Value]) -> Vec<u8> {
@@ -1420,6 +1421,88 @@ mod tests {
             parse_event(b"{\"a\": \"\xff\"}").err(),
             Some(ParseError::InvalidUtf8)
         );
+    }
+
+    fn feed_all(pieces: &[&[u8]], strict: bool) -> (Vec<Delta>, Vec<MalformedStream>, Response) {
+        let mut agg = Aggregator::new(Options {
+            strict,
+            ..Options::default()
+        });
+        let (mut deltas, mut errors) = (Vec::new(), Vec::new());
+        for piece in pieces {
+            errors.extend(agg.feed(piece, &mut deltas).unwrap_or_default());
+        }
+        let done = agg.close();
+        (deltas, errors, (*done).clone())
+    }
+
+    /// Bytes that look like a Gemini stream often enough to reach deep states.
+    fn streamish() -> impl Strategy<Value = Vec<u8>> {
+        let atoms = prop::sample::select(vec![
+            &b"data: "[..],
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b",",
+            b":",
+            b"\"",
+            b"\\",
+            b"\"candidates\"",
+            b"\"content\"",
+            b"\"parts\"",
+            b"\"text\"",
+            b"\"thought\"",
+            b"true",
+            b"\"functionCall\"",
+            b"\"partialArgs\"",
+            b"\"jsonPath\"",
+            b"\"$.a[0]\"",
+            b"\"stringValue\"",
+            b"\"willContinue\"",
+            b"\"name\"",
+            b"\"id\"",
+            b"\"error\"",
+            b"\"index\"",
+            b"1",
+            b"null",
+            b"\"thoughtSignature\"",
+            b"\"x\"",
+            b"\xff",
+            b"\xe6\xbc",
+            b" ",
+            b": c\n",
+        ]);
+        prop::collection::vec(atoms, 0..120).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// F7 and "no panic reachable from input": any bytes, any split, in
+        /// both modes, give the same deltas, errors and result as one piece.
+        #[test]
+        fn f7_any_bytes_any_split_never_panics(
+            body in prop_oneof![streamish(), prop::collection::vec(any::<u8>(), 0..300)],
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+            strict in any::<bool>(),
+        ) {
+            let mut at: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
+            at.sort_unstable();
+            let mut pieces: Vec<&[u8]> = Vec::new();
+            let mut start = 0;
+            for &cut in &at {
+                pieces.push(&body[start..cut]);
+                start = cut;
+            }
+            pieces.push(&body[start..]);
+            let whole = feed_all(&[&body], strict);
+            let split = feed_all(&pieces, strict);
+            prop_assert_eq!(whole, split);
+        }
     }
 
     #[test]
