@@ -7,7 +7,10 @@ use std::sync::Arc;
 use serde_json::{Map, Number, Value};
 
 use crate::error::MalformedStream;
-use crate::event::{event_from_map, parse_event, CandidateIn, EventIn, ParseError, PartIn, Shaped};
+use crate::event::{
+    event_from_map, parse_event, CandidateIn, EventIn, Fields, ParseError, PartIn, Shaped,
+    TextOrValue,
+};
 use crate::json_path::{self, PathError, Segment, Write};
 use crate::sse::{BodyFramer, Frame};
 
@@ -592,28 +595,17 @@ impl State {
             Some(Shaped::Other(_)) => self.warn(shape(event, "candidates", "a list")),
         }
         match payload.usage {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(fields)) => {
+            None | Some(Shaped::Null) => {}
+            Some(Shaped::Expected(Fields(entries))) => {
                 // E3: running totals, merged field by field.
-                let usage = self.usage.get_or_insert_with(Map::new);
-                for (k, v) in fields {
-                    if !v.is_null() {
-                        usage.insert(k, v);
-                    }
-                }
+                merge_fields(self.usage.get_or_insert_with(Map::new), entries);
             }
-            Some(_) => self.warn(shape(event, "usageMetadata", "an object")),
+            Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
         }
-        for (value, field) in [
-            (payload.model_version, &mut self.model_version),
-            (payload.response_id, &mut self.response_id),
-            (payload.create_time, &mut self.create_time),
-            (payload.prompt_feedback, &mut self.prompt_feedback),
-        ] {
-            if let Some(v) = value.filter(|v| !v.is_null()) {
-                *field = Some(v);
-            }
-        }
+        set_last(&mut self.model_version, payload.model_version);
+        set_last(&mut self.response_id, payload.response_id);
+        set_last(&mut self.create_time, payload.create_time);
+        set_last(&mut self.prompt_feedback, payload.prompt_feedback);
     }
 
     fn candidate_position(&mut self, index: u32) -> usize {
@@ -1184,6 +1176,45 @@ fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) 
             }
             (_, value, _) => {
                 kept.insert(key, value);
+            }
+        }
+    }
+}
+
+/// E3: a later non-null value replaces an earlier one; a string equal to
+/// the kept one (the usual case: the same model version on every event) is
+/// not copied again.
+fn set_last(field: &mut Option<Value>, value: Option<TextOrValue<'_>>) {
+    match value {
+        None | Some(TextOrValue::Value(Value::Null)) => {}
+        Some(TextOrValue::Text(text)) => {
+            if !matches!(field, Some(Value::String(kept)) if *kept == text) {
+                *field = Some(Value::String(text.into_owned()));
+            }
+        }
+        Some(TextOrValue::Value(value)) => *field = Some(value),
+    }
+}
+
+/// E3 for one object: each key's last value in the object (JSON objects keep
+/// the last of duplicate keys) replaces the kept one unless it is null; new
+/// keys are added in order of first appearance.
+fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
+    for i in 0..entries.len() {
+        let key = &entries[i].0;
+        if entries[..i].iter().any(|(k, _)| k == key) {
+            continue; // a duplicate, handled with its first appearance
+        }
+        let last = entries.iter().rposition(|(k, _)| k == key).unwrap_or(i);
+        let value = std::mem::take(&mut entries[last].1);
+        if value.is_null() {
+            continue;
+        }
+        let key = &entries[i].0;
+        match kept.get_mut(key.as_ref()) {
+            Some(slot) => *slot = value,
+            None => {
+                kept.insert(key.to_string(), value);
             }
         }
     }

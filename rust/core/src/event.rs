@@ -15,6 +15,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
+use smallvec::SmallVec;
 
 /// orjson's nesting limit, which both implementations share (F10).
 pub const MAX_JSON_DEPTH: usize = 1024;
@@ -31,12 +32,12 @@ pub enum Shaped<T> {
 #[derive(Debug, Default)]
 pub struct EventIn<'a> {
     pub error: Option<Value>,
-    pub candidates: Option<Shaped<Vec<Shaped<CandidateIn<'a>>>>>,
-    pub usage: Option<Value>,
-    pub model_version: Option<Value>,
-    pub response_id: Option<Value>,
-    pub create_time: Option<Value>,
-    pub prompt_feedback: Option<Value>,
+    pub candidates: Option<Shaped<Items<CandidateIn<'a>>>>,
+    pub usage: Option<Shaped<Fields<'a>>>,
+    pub model_version: Option<TextOrValue<'a>>,
+    pub response_id: Option<TextOrValue<'a>>,
+    pub create_time: Option<TextOrValue<'a>>,
+    pub prompt_feedback: Option<TextOrValue<'a>>,
 }
 
 #[derive(Debug, Default)]
@@ -51,8 +52,18 @@ pub struct CandidateIn<'a> {
 
 #[derive(Debug, Default)]
 pub struct ContentIn<'a> {
-    pub parts: Option<Shaped<Vec<Shaped<PartIn<'a>>>>>,
+    pub parts: Option<Shaped<Items<PartIn<'a>>>>,
 }
+
+/// A list of shaped items. (Kept on the heap: inline storage made these
+/// structs large, and moving them through the parser cost more than the
+/// allocation.)
+pub type Items<T> = Vec<Shaped<T>>;
+
+/// An object read as its entries in arrival order, keys borrowed from the
+/// payload when they have no escapes (`usageMetadata`, merged key by key).
+#[derive(Debug, Default)]
+pub struct Fields<'a>(pub Vec<(Cow<'a, str>, Value)>);
 
 /// A part: plain text (only `text`, a string, and `thought`, a boolean: P1)
 /// or any other object, kept with its keys in order.
@@ -197,7 +208,7 @@ trait FromMap<'de>: Sized {
 impl<'de> FromMap<'de> for EventIn<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut out = EventIn::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<Key<'de>>()?.map(|k| k.0) {
             match key.as_ref() {
                 "error" => out.error = Some(map.next_value()?),
                 "candidates" => out.candidates = Some(map.next_value()?),
@@ -219,7 +230,7 @@ impl<'de> FromMap<'de> for EventIn<'de> {
 impl<'de> FromMap<'de> for CandidateIn<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut out = CandidateIn::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<Key<'de>>()?.map(|k| k.0) {
             match key.as_ref() {
                 "index" => out.index = Some(map.next_value()?),
                 "content" => out.content = Some(map.next_value()?),
@@ -234,10 +245,20 @@ impl<'de> FromMap<'de> for CandidateIn<'de> {
     }
 }
 
+impl<'de> FromMap<'de> for Fields<'de> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut out = Fields::default();
+        while let Some(key) = map.next_key::<Key<'de>>()?.map(|k| k.0) {
+            out.0.push((key, map.next_value()?));
+        }
+        Ok(out)
+    }
+}
+
 impl<'de> FromMap<'de> for ContentIn<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut out = ContentIn::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<Key<'de>>()?.map(|k| k.0) {
             if key == "parts" {
                 out.parts = Some(map.next_value()?);
             } else {
@@ -251,8 +272,8 @@ impl<'de> FromMap<'de> for ContentIn<'de> {
 impl<'de> FromMap<'de> for PartIn<'de> {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         // Entries so far, while they still look like plain text.
-        let mut seen: Vec<(Cow<'de, str>, TextOrValue<'de>)> = Vec::with_capacity(2);
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        let mut seen: SmallVec<[(Cow<'de, str>, TextOrValue<'de>); 2]> = SmallVec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()?.map(|k| k.0) {
             let value = map.next_value::<TextOrValue<'de>>()?;
             let plain = matches!(
                 (key.as_ref(), &value),
@@ -297,14 +318,42 @@ impl<'de> FromMap<'de> for PartIn<'de> {
     }
 }
 
+/// An object key, borrowed from the payload when it has no escapes (serde's
+/// own `Cow<str>` always allocates).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// A string kept borrowed when it has no escapes, or any other value.
-enum TextOrValue<'a> {
+#[derive(Debug)]
+pub enum TextOrValue<'a> {
     Text(Cow<'a, str>),
     Value(Value),
 }
 
 impl TextOrValue<'_> {
-    fn into_value(self) -> Value {
+    #[must_use]
+    pub fn into_value(self) -> Value {
         match self {
             Self::Text(t) => Value::String(t.into_owned()),
             Self::Value(v) => v,
@@ -451,19 +500,19 @@ impl<'de, T: FromMap<'de>> Deserialize<'de> for Shaped<T> {
 }
 
 /// Lists of shaped items: an array is read item by item, anything else kept.
-impl<'de, T> Deserialize<'de> for Shaped<Vec<Shaped<T>>>
+impl<'de, T> Deserialize<'de> for Shaped<Items<T>>
 where
     T: FromMap<'de>,
 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(std::marker::PhantomData<T>);
         impl<'de, T: FromMap<'de>> Visitor<'de> for V<T> {
-            type Value = Shaped<Vec<Shaped<T>>>;
+            type Value = Shaped<Items<T>>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON value")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                let mut items = Items::new();
                 while let Some(item) = seq.next_element::<Shaped<T>>()? {
                     items.push(item);
                 }
