@@ -461,6 +461,27 @@ impl<'de> DeserializeSeed<'de> for ValueSeed {
     }
 }
 
+/// The visitor methods that keep a scalar of the wrong type as `Shaped::Other`.
+macro_rules! scalars_are_other {
+    () => {
+        fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+            Ok(Shaped::Other(Value::Bool(b)))
+        }
+        fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+            Ok(Shaped::Other(Value::from(n)))
+        }
+        fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+            Ok(Shaped::Other(Value::from(n)))
+        }
+        fn visit_f64<E: de::Error>(self, n: f64) -> Result<Self::Value, E> {
+            ValueSeed.visit_f64(n).map(Shaped::Other)
+        }
+        fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+            Ok(Shaped::Other(Value::String(s.to_owned())))
+        }
+    };
+}
+
 /// `Shaped<T>` for objects: a map is read as `T`, anything else kept as is.
 impl<'de, T: FromMap<'de>> Deserialize<'de> for Shaped<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -479,21 +500,7 @@ impl<'de, T: FromMap<'de>> Deserialize<'de> for Shaped<T> {
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 ValueSeed.visit_seq(seq).map(Shaped::Other)
             }
-            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::Bool(b)))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::from(n)))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::from(n)))
-            }
-            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Self::Value, E> {
-                ValueSeed.visit_f64(n).map(Shaped::Other)
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::String(s.to_owned())))
-            }
+            scalars_are_other!();
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
@@ -524,21 +531,7 @@ where
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 ValueSeed.visit_map(map).map(Shaped::Other)
             }
-            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::Bool(b)))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::from(n)))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::from(n)))
-            }
-            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Self::Value, E> {
-                ValueSeed.visit_f64(n).map(Shaped::Other)
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
-                Ok(Shaped::Other(Value::String(s.to_owned())))
-            }
+            scalars_are_other!();
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }

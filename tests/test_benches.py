@@ -1,0 +1,105 @@
+"""The benchmark harness stays alive: the corpus aggregates identically in Rust and in
+the reference, the SDK contender agrees, and ``python -m benches --quick`` runs.
+
+No timing assertions here (performance.md): numbers live in ``benches/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fastagg
+import fastagg.reference
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # ``benches`` lives in the source tree, it is not installed
+    sys.path.insert(0, str(ROOT))
+
+from benches import contenders, corpus  # noqa: E402
+
+
+def _aggregate(factory: type, body: bytes, size: int = 4096, deltas: bool = False) -> dict:
+    agg = factory(deltas=deltas)
+    for i in range(0, len(body), size):
+        agg.feed(body[i : i + size])
+    return agg.close().to_dict()
+
+
+@pytest.mark.parametrize("name", corpus.STREAMS)
+def test_corpus_rust_matches_reference(name: str) -> None:
+    stream = corpus.build(name, scale=0.03, giant_mb=0.5)
+    rust = _aggregate(fastagg.StreamAggregator, stream.body)
+    assert rust == _aggregate(fastagg.reference.StreamAggregator, stream.body)
+    assert rust == _aggregate(fastagg.StreamAggregator, stream.body, size=97, deltas=True)
+    assert rust["candidates"][0]["finishReason"] == "STOP"
+    assert rust["candidates"][0]["content"]["parts"]
+
+
+@pytest.mark.parametrize("name", corpus.STREAMS)
+def test_corpus_is_deterministic_and_well_formed(name: str) -> None:
+    a = corpus.build(name, scale=0.03, giant_mb=0.2)
+    assert a.body == corpus.build(name, scale=0.03, giant_mb=0.2).body
+    frames = a.body.split(b"\r\n\r\n")
+    assert frames[-1] == b""
+    assert len(frames) - 1 == a.events == len(a.payloads)
+    for payload in a.payloads:
+        text = payload.decode("utf-8")
+        json.loads(text)  # valid JSON, Gemini style
+        assert '": ' in text and "<" not in text and ">" not in text
+    assert all(f.startswith(b"data: {") for f in frames[:-1])
+
+
+def test_corpus_content_is_realistic() -> None:
+    text = corpus.build("text", scale=0.2)
+    body = text.body.decode("utf-8")
+    assert '\\"' in body and "\\n" in body and "\\u003c" in body
+    assert any(ord(ch) > 127 for ch in body)
+    sigs = []
+    for name in ("text", "tool_parallel", "agentic"):
+        result = _aggregate(fastagg.StreamAggregator, corpus.build(name, scale=0.1).body)
+        sigs += [
+            p["thoughtSignature"]
+            for p in result["candidates"][0]["content"]["parts"]
+            if "thoughtSignature" in p
+        ]
+    assert sigs
+    for sig in sigs:
+        assert 300 <= len(sig) <= 1500
+        assert base64.b64encode(base64.b64decode(sig, validate=True)).decode() == sig
+
+
+@pytest.mark.parametrize("name", [s for s in corpus.STREAMS if s != "giant_arg"])
+def test_contenders_agree(name: str) -> None:
+    prep = contenders.prepare(corpus.build(name, scale=0.03))
+    expected = None
+    for contender in contenders.CONTENDERS:
+        if not contender.comparable:
+            contender.run(prep)
+            continue
+        if contender.name == "google-genai" and prep.genai_client is None:
+            continue
+        parts = contenders.parts_of(contender.run(prep))
+        if expected is None:
+            expected = parts
+        assert parts == expected, contender.name
+
+
+def test_quick_run_exits_zero(tmp_path: Path) -> None:
+    out = tmp_path / "report.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benches", "--quick", "--output", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = out.read_text(encoding="utf-8")
+    assert "| text | fastagg |" in report
+    assert "Machine:" in report
