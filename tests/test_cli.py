@@ -230,3 +230,9 @@ def test_example_runs(example: str) -> None:
         "turn_live.py": b"skipping.",
     }[example]
     assert expected in done.stdout
+
+
+def test_bench_runs_the_suite_from_the_checkout() -> None:
+    done = fastagg("bench", "--quick", "--no-extras", "--streams", "text", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "| text | fastagg |" in done.stdout

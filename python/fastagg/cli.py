@@ -32,7 +32,12 @@ DEFAULT_LIVE_MODEL = "gemini-3-flash-preview"
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fastagg`` console script and ``python -m fastagg``."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    # `bench` passes every later argument on to the suite, options included.
+    args, rest = parser.parse_known_args(argv)
+    if getattr(args, "command", None) == "bench":
+        args.bench_args = [*args.bench_args, *rest]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -124,7 +129,33 @@ def _parser() -> argparse.ArgumentParser:
         help="answer every request, even those the service would refuse",
     )
     replay.set_defaults(run=_cmd_replay)
+
+    bench = sub.add_parser(
+        "bench",
+        help="run the benchmark suite (python -m benches) from a source checkout",
+        description="Run the benchmark suite of a source checkout (benches/ is not installed "
+        "with the package); arguments are passed on, e.g. --quick or --streams text.",
+    )
+    bench.add_argument(
+        "bench_args", nargs=argparse.REMAINDER, help="arguments for python -m benches"
+    )
+    bench.set_defaults(run=_cmd_bench)
     return parser
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent.parent  # python/fastagg -> checkout
+    if not (root / "benches" / "__main__.py").is_file():
+        print(
+            "fastagg bench: the benchmarks live in the source tree; from a checkout run "
+            "'pip install -e . && python -m benches --quick'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return subprocess.run([sys.executable, "-m", "benches", *args.bench_args], cwd=root).returncode
 
 
 # --- aggregate ---------------------------------------------------------------------------------
