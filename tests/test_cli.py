@@ -235,4 +235,4 @@ def test_example_runs(example: str) -> None:
 def test_bench_runs_the_suite_from_the_checkout() -> None:
     done = fastagg("bench", "--quick", "--no-extras", "--streams", "text", timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "| text | fastagg |" in done.stdout
+    assert b"| text | fastagg |" in done.stdout

@@ -32,12 +32,10 @@ DEFAULT_LIVE_MODEL = "gemini-3-flash-preview"
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fastagg`` console script and ``python -m fastagg``."""
     parser = _parser()
-    # `bench` passes every later argument on to the suite, options included.
-    args, rest = parser.parse_known_args(argv)
-    if getattr(args, "command", None) == "bench":
-        args.bench_args = [*args.bench_args, *rest]
-    elif rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:  # every later argument, options included, goes to the suite
+        return _run_bench(argv[1:])
+    args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -136,14 +134,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the benchmark suite of a source checkout (benches/ is not installed "
         "with the package); arguments are passed on, e.g. --quick or --streams text.",
     )
-    bench.add_argument(
-        "bench_args", nargs=argparse.REMAINDER, help="arguments for python -m benches"
-    )
-    bench.set_defaults(run=_cmd_bench)
+    bench.add_argument("bench_args", nargs="*", help="arguments for python -m benches")
     return parser
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
+def _run_bench(bench_args: list[str]) -> int:
     import subprocess
     from pathlib import Path
 
@@ -155,7 +150,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    return subprocess.run([sys.executable, "-m", "benches", *args.bench_args], cwd=root).returncode
+    return subprocess.run([sys.executable, "-m", "benches", *bench_args], cwd=root).returncode
 
 
 # --- aggregate ---------------------------------------------------------------------------------
