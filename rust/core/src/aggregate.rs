@@ -82,7 +82,8 @@ pub struct CandidateResult {
     pub parts: Vec<Value>,
     pub text: String,
     pub thought_text: String,
-    pub function_calls: Vec<Value>,
+    /// Indices into `parts` of the function-call parts (C11), in part order.
+    pub call_parts: Vec<usize>,
     pub finish_reason: Option<String>,
     pub finish_message: Option<String>,
     pub metadata: Map<String, Value>,
@@ -138,7 +139,48 @@ impl Response {
     }
 }
 
+/// One entry of `function_calls` (C11), borrowed from its part.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallRef<'a> {
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    /// None stands for `{}` (no args object on the part).
+    pub args: Option<&'a Value>,
+}
+
+impl CallRef<'_> {
+    /// `{"id": id or None, "name": name or None, "args": args or {}}`.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        call_dict(
+            self.id.map(str::to_owned),
+            self.name.map(str::to_owned),
+            self.args
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        )
+    }
+}
+
+/// C11 read from a function-call part: `id` and `name` only when strings,
+/// `args` only when an object.
+fn call_ref(fc: Option<&Value>) -> CallRef<'_> {
+    CallRef {
+        id: fc.and_then(|fc| fc.get("id")).and_then(Value::as_str),
+        name: fc.and_then(|fc| fc.get("name")).and_then(Value::as_str),
+        args: fc.and_then(|fc| fc.get("args")).filter(|a| a.is_object()),
+    }
+}
+
 impl CandidateResult {
+    /// The function calls of this candidate, in part order (C11).
+    pub fn function_calls(&self) -> impl Iterator<Item = CallRef<'_>> {
+        self.call_parts
+            .iter()
+            .filter_map(|&i| self.parts.get(i))
+            .map(|part| call_ref(part.get("functionCall")))
+    }
+
     #[must_use]
     pub fn content(&self) -> Value {
         content_value(self.parts.clone())
@@ -214,18 +256,19 @@ impl StreamedCall {
         )
     }
 
-    fn part(&self) -> Option<Value> {
-        let name = self.name.as_ref()?;
+    /// The call's part (C6); None for a call that never got a name.
+    fn into_part(self) -> Option<Value> {
+        let name = self.name?;
         let mut fc = Map::new();
-        if let Some(id) = &self.id {
-            fc.insert("id".into(), Value::String(id.clone()));
+        if let Some(id) = self.id {
+            fc.insert("id".into(), Value::String(id));
         }
-        fc.insert("name".into(), Value::String(name.clone()));
-        fc.insert("args".into(), Value::Object(self.args.clone()));
+        fc.insert("name".into(), Value::String(name));
+        fc.insert("args".into(), Value::Object(self.args));
         let mut part = Map::new();
         part.insert("functionCall".into(), Value::Object(fc));
-        if let Some(sig) = &self.signature {
-            part.insert("thoughtSignature".into(), sig.clone());
+        if let Some(sig) = self.signature {
+            part.insert("thoughtSignature".into(), sig);
         }
         Some(Value::Object(part))
     }
@@ -264,50 +307,51 @@ impl CandidateState {
         }
     }
 
-    fn render(&self) -> CandidateResult {
+    /// The result of this candidate, consuming the state (`close()` moves
+    /// every part out instead of copying it; `snapshot()` renders a clone).
+    fn into_result(self) -> CandidateResult {
         let mut out = CandidateResult {
             index: self.index,
             parts: Vec::with_capacity(self.slots.len()),
             text: String::new(),
             thought_text: String::new(),
-            function_calls: Vec::new(),
-            finish_reason: self.finish_reason.clone(),
-            finish_message: self.finish_message.clone(),
-            metadata: self.metadata.clone(),
+            call_parts: Vec::new(),
+            finish_reason: self.finish_reason,
+            finish_message: self.finish_message,
+            metadata: self.metadata,
         };
-        for slot in &self.slots {
+        let mut calls: Vec<Option<StreamedCall>> = self.calls.into_iter().map(Some).collect();
+        for slot in self.slots {
             match slot {
                 Slot::Run { text, thought } => {
+                    push_text(&mut out, &text, thought);
                     let mut part = Map::new();
-                    part.insert("text".into(), Value::String(text.clone()));
-                    if *thought {
+                    part.insert("text".into(), Value::String(text));
+                    if thought {
                         part.insert("thought".into(), Value::Bool(true));
                     }
                     out.parts.push(Value::Object(part));
-                    push_text(&mut out, text, *thought);
                 }
                 Slot::Kept { part, kind } => {
                     match kind {
                         PartKind::Text { thought } => {
                             if let Some(Value::String(text)) = part.get("text") {
-                                push_text(&mut out, text, *thought);
+                                push_text(&mut out, text, thought);
                             }
                         }
-                        PartKind::Call => {
-                            if let Some(Value::Object(fc)) = part.get("functionCall") {
-                                out.function_calls.push(complete_call_dict(fc));
-                            }
-                        }
+                        PartKind::Call => out.call_parts.push(out.parts.len()),
                         PartKind::Other => {}
                     }
-                    out.parts.push(Value::Object(part.clone()));
+                    out.parts.push(Value::Object(part));
                 }
                 Slot::Streamed(k) => {
-                    if let Some(call) = self.calls.get(*k) {
-                        if let Some(part) = call.part() {
-                            out.parts.push(part);
-                            out.function_calls.push(call.call_value());
-                        }
+                    if let Some(part) = calls
+                        .get_mut(k)
+                        .and_then(Option::take)
+                        .and_then(StreamedCall::into_part)
+                    {
+                        out.call_parts.push(out.parts.len());
+                        out.parts.push(part);
                     }
                 }
             }
@@ -322,19 +366,6 @@ fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
     } else {
         out.text.push_str(text);
     }
-}
-
-/// C11: `{"id", "name", "args"}` of a complete call part.
-fn complete_call_dict(fc: &Map<String, Value>) -> Value {
-    let string = |key: &str| match fc.get(key) {
-        Some(Value::String(s)) => Some(s.clone()),
-        _ => None,
-    };
-    let args = match fc.get("args") {
-        Some(v @ Value::Object(_)) => v.clone(),
-        _ => Value::Object(Map::new()),
-    };
-    call_dict(string("id"), string("name"), args)
 }
 
 /// Everything but the framer, so a frame callback can borrow it mutably.
@@ -489,7 +520,7 @@ impl Aggregator {
             ));
         }
         state.close_open_calls(&mut deltas);
-        let done = Arc::new(state.render());
+        let done = Arc::new(state.finish());
         self.closed = Some(Arc::clone(&done));
         done
     }
@@ -784,11 +815,11 @@ impl State {
             || (!fc.contains_key("name") && !fc.contains_key("args"));
         let want_deltas = self.opts.deltas;
         if !streamed {
-            let call = complete_call_dict(fc);
+            let call = want_deltas.then(|| call_ref(part.get("functionCall")).to_value());
             let cand = &mut self.candidates[pos];
             cand.run = None;
             let slot = cand.slots.len();
-            if want_deltas {
+            if let Some(call) = call {
                 let (id, name) = id_and_name(&call);
                 deltas.push(Delta::CallStart {
                     candidate: cand.index,
@@ -940,9 +971,28 @@ impl State {
         self.warnings.append(&mut warnings);
     }
 
+    /// The current state as a result, unchanged (`snapshot()`).
     fn render(&self) -> Response {
-        let candidates: Vec<CandidateResult> =
-            self.candidates.iter().map(CandidateState::render).collect();
+        let candidates = self
+            .candidates
+            .iter()
+            .cloned()
+            .map(CandidateState::into_result);
+        self.response(candidates.collect())
+    }
+
+    /// The final result, moving the parts out of the state (`close()`).
+    fn finish(&mut self) -> Response {
+        let candidates = std::mem::take(&mut self.candidates);
+        self.response(
+            candidates
+                .into_iter()
+                .map(CandidateState::into_result)
+                .collect(),
+        )
+    }
+
+    fn response(&self, candidates: Vec<CandidateResult>) -> Response {
         let complete = self.error.is_none()
             && candidates
                 .iter()
@@ -1351,7 +1401,7 @@ mod tests {
 
     impl CandidateResult {
         fn new_empty() -> Self {
-            CandidateState::new(0).render()
+            CandidateState::new(0).into_result()
         }
     }
 

@@ -12,8 +12,14 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple,
 };
-use pyo3::IntoPyObjectExt;
+use pyo3::{intern, IntoPyObjectExt};
 use serde_json::{Map, Number, Value};
+
+// Events allocate many small maps and strings (parts, args, keys); mimalloc
+// serves them several times faster than the system allocator (measured on
+// the tool_parallel stream). Only Rust-side allocations use it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 // ---------------------------------------------------------------- JSON <-> Python
 
@@ -37,9 +43,28 @@ fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
 fn map_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (k, v) in map {
-        dict.set_item(PyString::new(py, k), to_py(py, v)?)?;
+        dict.set_item(key_to_py(py, k), to_py(py, v)?)?;
     }
     Ok(dict)
+}
+
+/// Keys that every part and call repeats are interned once (and their hash
+/// cached by Python); others are made fresh.
+fn key_to_py<'py>(py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+    let interned = match key {
+        "text" => intern!(py, "text"),
+        "thought" => intern!(py, "thought"),
+        "thoughtSignature" => intern!(py, "thoughtSignature"),
+        "functionCall" => intern!(py, "functionCall"),
+        "functionResponse" => intern!(py, "functionResponse"),
+        "id" => intern!(py, "id"),
+        "name" => intern!(py, "name"),
+        "args" => intern!(py, "args"),
+        "role" => intern!(py, "role"),
+        "parts" => intern!(py, "parts"),
+        _ => return PyString::new(py, key),
+    };
+    interned.clone()
 }
 
 fn number_to_py<'py>(py: Python<'py>, n: &Number) -> PyResult<Bound<'py, PyAny>> {
@@ -457,8 +482,16 @@ impl<'a, 'py> CandidateView<'a, 'py> {
     }
     fn function_calls(&self) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(self.py);
-        for call in self.c.map_or(&[][..], |c| &c.function_calls) {
-            list.append(to_py(self.py, call)?)?;
+        let py = self.py;
+        for call in self.c.iter().flat_map(|c| c.function_calls()) {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "id"), call.id)?;
+            d.set_item(intern!(py, "name"), call.name)?;
+            match call.args {
+                Some(args) => d.set_item(intern!(py, "args"), to_py(py, args)?)?,
+                None => d.set_item(intern!(py, "args"), PyDict::new(py))?,
+            }
+            list.append(d)?;
         }
         Ok(list)
     }
