@@ -1,8 +1,25 @@
 """Type stubs of the Rust extension module ``fastagg._fastagg`` (aggregation.md, api.md)."""
 
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, final
 
+from typing_extensions import Self
+
+__all__ = [
+    "AggregatedResponse",
+    "ArgDelta",
+    "CallEnd",
+    "CallStart",
+    "Candidate",
+    "Finish",
+    "SseDecoder",
+    "SseEvent",
+    "StreamAggregator",
+    "StreamError",
+    "TextDelta",
+]
+
+@final
 class TextDelta:
     """A text fragment (thought or answer) of candidate ``candidate``, part ``index``."""
 
@@ -11,8 +28,9 @@ class TextDelta:
     index: int
     text: str
     thought: bool
-    def __init__(self, candidate: int, index: int, text: str, thought: bool) -> None: ...
+    def __new__(cls, candidate: int, index: int, text: str, thought: bool) -> Self: ...
 
+@final
 class CallStart:
     """A function call was first seen at part ``index``."""
 
@@ -21,8 +39,9 @@ class CallStart:
     index: int
     id: str | None
     name: str | None
-    def __init__(self, candidate: int, index: int, id: str | None, name: str | None) -> None: ...
+    def __new__(cls, candidate: int, index: int, id: str | None, name: str | None) -> Self: ...
 
+@final
 class ArgDelta:
     """A streamed argument fragment was applied at ``json_path``."""
 
@@ -31,8 +50,9 @@ class ArgDelta:
     index: int
     json_path: str
     value: Any
-    def __init__(self, candidate: int, index: int, json_path: str, value: Any) -> None: ...
+    def __new__(cls, candidate: int, index: int, json_path: str, value: Any) -> Self: ...
 
+@final
 class CallEnd:
     """A function call is complete: ``call`` is ``{"id", "name", "args"}``."""
 
@@ -40,25 +60,28 @@ class CallEnd:
     candidate: int
     index: int
     call: dict[str, Any]
-    def __init__(self, candidate: int, index: int, call: dict[str, Any]) -> None: ...
+    def __new__(cls, candidate: int, index: int, call: dict[str, Any]) -> Self: ...
 
+@final
 class Finish:
     """A finish reason arrived for candidate ``candidate``."""
 
     __match_args__ = ("candidate", "reason")
     candidate: int
     reason: str
-    def __init__(self, candidate: int, reason: str) -> None: ...
+    def __new__(cls, candidate: int, reason: str) -> Self: ...
 
+@final
 class StreamError:
     """An error object arrived inside the stream (kept verbatim)."""
 
     __match_args__ = ("error",)
     error: Any
-    def __init__(self, error: Any) -> None: ...
+    def __new__(cls, error: Any) -> Self: ...
 
-Delta: TypeAlias = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
+_Delta: TypeAlias = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
 
+@final
 class Candidate:
     """One candidate of an ``AggregatedResponse``."""
 
@@ -81,6 +104,7 @@ class Candidate:
     @property
     def metadata(self) -> dict[str, Any]: ...
 
+@final
 class AggregatedResponse:
     """The aggregated model turn (read-only). Flat accessors describe candidate 0."""
 
@@ -120,20 +144,21 @@ class AggregatedResponse:
     def to_json(self) -> bytes: ...
     def to_genai(self) -> Any: ...
 
+@final
 class StreamAggregator:
     """Aggregates the raw body of a Gemini ``streamGenerateContent`` response."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         deltas: bool = True,
         strict: bool = True,
         max_event_bytes: int = ...,
         max_array_index: int = 10_000,
-    ) -> None: ...
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]: ...
-    def feed_event(self, payload: bytes | str) -> list[Delta]: ...
-    def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[Delta]: ...
+    ) -> Self: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> list[_Delta]: ...
+    def feed_event(self, payload: bytes | str) -> list[_Delta]: ...
+    def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[_Delta]: ...
     def snapshot(self) -> AggregatedResponse: ...
     def close(self) -> AggregatedResponse: ...
     @property
@@ -141,6 +166,7 @@ class StreamAggregator:
     @property
     def bytes_seen(self) -> int: ...
 
+@final
 class SseEvent:
     """One WHATWG server-sent event."""
 
@@ -149,11 +175,12 @@ class SseEvent:
     data: str
     id: str | None
     retry: int | None
-    def __init__(self, event: str, data: str, id: str | None, retry: int | None) -> None: ...
+    def __new__(cls, event: str, data: str, id: str | None, retry: int | None) -> Self: ...
 
+@final
 class SseDecoder:
     """A generic WHATWG server-sent-events decoder (any provider)."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> Self: ...
     def feed(self, data: bytes | bytearray | memoryview) -> list[SseEvent]: ...
     def close(self) -> list[SseEvent]: ...
