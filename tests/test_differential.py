@@ -130,7 +130,8 @@ def part(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def event(draw: st.DrawFn) -> bytes:
+def payload(draw: st.DrawFn) -> Any:
+    """A GenerateContentResponse-like dict, or (kind 2) raw bytes that are not one."""
     kind = draw(st.integers(0, 20))
     if kind == 0:
         payload: Any = {
@@ -148,19 +149,7 @@ def event(draw: st.DrawFn) -> bytes:
             }
         }
     elif kind == 2:
-        return draw(
-            st.sampled_from(
-                [
-                    b"data: {bad json\r\n\r\n",
-                    b"data: [1, 2]\r\n\r\n",
-                    b"data: \xff\xfe\r\n\r\n",
-                    b": keep-alive\r\n",
-                    b"data: [DONE]\r\n\r\n",
-                    b"event: message\r\nid: 7\r\n",
-                    b'{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n',
-                ]
-            )
-        )
+        return draw(st.sampled_from([b"{bad json", b"[1, 2]", b'"\xff\xfe"', b"garbage"]))
     else:
         candidate: dict[str, Any] = {
             "content": {"role": "model", "parts": draw(st.lists(part(), max_size=4))}
@@ -182,14 +171,47 @@ def event(draw: st.DrawFn) -> bytes:
                 "totalTokenCount": draw(st.integers(5, 99)),
             }
             payload["modelVersion"] = "gemini-3-flash-preview"
+    return payload
+
+
+SSE_ODDITIES = [
+    b": keep-alive\r\n",
+    b"data: [DONE]\r\n\r\n",
+    b"event: message\r\nid: 7\r\n",
+    b'{\n  "error": {\n    "code": 503,\n    "status": "UNAVAILABLE"\n  }\n}\n',
+]
+
+
+@st.composite
+def sse_event(draw: st.DrawFn) -> bytes:
+    """One SSE event (any line ending), or an SSE oddity (comment, [DONE], bare block)."""
+    if draw(st.integers(0, 12)) == 0:
+        return draw(st.sampled_from(SSE_ODDITIES))
+    item = draw(payload())
+    if isinstance(item, dict):
+        item = json.dumps(item, ensure_ascii=draw(st.booleans())).encode()
     newline = draw(st.sampled_from([b"\r\n", b"\n", b"\r"]))
-    line = json.dumps(payload, ensure_ascii=draw(st.booleans())).encode()
-    return b"data: " + line + newline + newline
+    return b"data: " + item + newline + newline
+
+
+@st.composite
+def array_body(draw: st.DrawFn) -> bytes:
+    """JSON-array framing (F1, F12), pretty-printed or compact, maybe unclosed or trailed."""
+    items = []
+    for item in draw(st.lists(payload(), max_size=6)):
+        if isinstance(item, dict):
+            item = json.dumps(item, indent=draw(st.sampled_from([None, 2]))).encode()
+        items.append(item)
+    body = b"[" + draw(st.sampled_from([b",", b"\n,\r\n"])).join(items)
+    return body + draw(st.sampled_from([b"]", b"\n]", b"", b"] x", b"]\n"]))
 
 
 @st.composite
 def stream(draw: st.DrawFn) -> tuple[bytes, list[int]]:
-    body = b"".join(draw(st.lists(event(), max_size=8)))
+    if draw(st.integers(0, 4)) == 0:
+        body = draw(array_body())
+    else:
+        body = b"".join(draw(st.lists(sse_event(), max_size=8)))
     if body and draw(st.integers(0, 5)) == 0:
         body = body[: draw(st.integers(0, len(body)))]  # cut off mid-stream (F6)
     cuts = sorted(draw(st.lists(st.integers(0, len(body)), max_size=6)))
