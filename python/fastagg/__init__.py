@@ -6,6 +6,9 @@ loop (``run_turn``, ``stream_turn``) is asyncio Python.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
+
 from ._fastagg import (
     AggregatedResponse,
     ArgDelta,
@@ -45,6 +48,11 @@ from .loop import run_turn, stream_turn
 from .model import ModelClient
 from .request import check_request, map_finish_reason, strip_signatures
 from .tools import Tool, ToolContext, tool
+
+try:
+    __version__ = _version("fastagg")
+except _NotInstalled:  # pragma: no cover - running from a source tree without install
+    __version__ = "0+unknown"
 
 __all__ = [
     "AggregatedResponse",

@@ -552,10 +552,12 @@ impl AggregatedResponse {
         self.view(py).function_calls()
     }
     #[getter]
+    /// Raw finish reason of candidate 0 (e.g. "STOP"), or None.
     fn finish_reason(&self, py: Python<'_>) -> Option<String> {
         self.view(py).finish_reason().map(str::to_owned)
     }
     #[getter]
+    /// Finish message of candidate 0, or None.
     fn finish_message(&self, py: Python<'_>) -> Option<String> {
         self.view(py).finish_message().map(str::to_owned)
     }
@@ -565,14 +567,17 @@ impl AggregatedResponse {
         opt_to_py(py, self.inner.usage.as_ref())
     }
     #[getter]
+    /// `modelVersion` (last non-null), or None.
     fn model_version<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.model_version.as_ref())
     }
     #[getter]
+    /// `responseId` (last non-null), or None.
     fn response_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.response_id.as_ref())
     }
     #[getter]
+    /// `promptFeedback` (last non-null), or None.
     fn prompt_feedback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.prompt_feedback.as_ref())
     }
@@ -592,6 +597,7 @@ impl AggregatedResponse {
         self.inner.truncated
     }
     #[getter]
+    /// Non-fatal anomalies, in order (their texts: spec/aggregation.md).
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings.clone()
     }
@@ -653,6 +659,7 @@ impl Candidate {
 #[pymethods]
 impl Candidate {
     #[getter]
+    /// The candidate's `index`.
     fn index(&self) -> u32 {
         self.inner
             .candidates
@@ -660,30 +667,37 @@ impl Candidate {
             .map_or(0, |c| c.index)
     }
     #[getter]
+    /// Parts of this candidate, REST camelCase, replayable as-is.
     fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.view(py).parts()
     }
     #[getter]
+    /// `{"role": "model", "parts": parts}`.
     fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.view(py).content()
     }
     #[getter]
+    /// Non-thought text of this candidate.
     fn text(&self, py: Python<'_>) -> String {
         self.view(py).text().to_owned()
     }
     #[getter]
+    /// Thought text of this candidate.
     fn thought_text(&self, py: Python<'_>) -> String {
         self.view(py).thought_text().to_owned()
     }
     #[getter]
+    /// `[{"id", "name", "args"}]` of this candidate, in part order.
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.view(py).function_calls()
     }
     #[getter]
+    /// Raw finish reason of this candidate, or None.
     fn finish_reason(&self, py: Python<'_>) -> Option<String> {
         self.view(py).finish_reason().map(str::to_owned)
     }
     #[getter]
+    /// Finish message of this candidate, or None.
     fn finish_message(&self, py: Python<'_>) -> Option<String> {
         self.view(py).finish_message().map(str::to_owned)
     }
