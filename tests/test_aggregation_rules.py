@@ -1945,3 +1945,20 @@ def test_f15_decoder_has_no_aggregator_rules(impl: ModuleType) -> None:
     dec = impl.SseDecoder()
     events = dec.feed(b'{"error": {}}\n\ndata: [DONE]\n\n')
     assert events == [impl.SseEvent("message", "[DONE]", None, None)]
+
+
+def test_d3_options_must_be_non_negative_ints(impl: ModuleType) -> None:
+    with pytest.raises(ValueError, match=r"^max_event_bytes must not be negative, got -1$"):
+        impl.StreamAggregator(max_event_bytes=-1)
+    with pytest.raises(TypeError, match=r"^max_event_bytes must be an int, got bool$"):
+        impl.StreamAggregator(max_event_bytes=True)
+    with pytest.raises(TypeError, match=r"^max_array_index must be an int, got float$"):
+        impl.StreamAggregator(max_array_index=1.5)
+
+
+def test_f8_feed_event_str_with_lone_surrogate_is_invalid_utf8(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
+    with pytest.raises(MalformedStreamError) as info:
+        agg.feed_event('{"a": "\ud800"}')
+    assert (info.value.kind, info.value.offset, info.value.event_index) == ("invalid-utf8", 0, 0)
+    assert agg.events_seen == 1

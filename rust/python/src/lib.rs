@@ -126,6 +126,26 @@ fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     }
 }
 
+/// A size option: a plain non-negative `int` (not a bool), else a clear error.
+fn limit(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    if !value.is_exact_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, got {}",
+            value.get_type().name()?
+        )));
+    }
+    let n: i128 = value.extract()?;
+    if n < 0 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must not be negative, got {n}"
+        )));
+    }
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
 /// The bytes of `bytes`, `bytearray` or any buffer (memoryview).
 fn with_bytes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     if let Ok(b) = data.cast::<PyBytes>() {
@@ -372,18 +392,27 @@ impl StreamAggregator {
 #[pymethods]
 impl StreamAggregator {
     #[new]
-    #[pyo3(signature = (*, deltas = true, strict = true, max_event_bytes = 64 * 1024 * 1024, max_array_index = 10_000))]
-    fn new(deltas: bool, strict: bool, max_event_bytes: usize, max_array_index: usize) -> Self {
+    #[pyo3(
+        signature = (*, deltas = true, strict = true, max_event_bytes = None, max_array_index = None),
+        text_signature = "(*, deltas=True, strict=True, max_event_bytes=67108864, max_array_index=10000)"
+    )]
+    fn new(
+        deltas: bool,
+        strict: bool,
+        max_event_bytes: Option<&Bound<'_, PyAny>>,
+        max_array_index: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let defaults = Options::default();
         let opts = Options {
             deltas,
             strict,
-            max_event_bytes,
-            max_array_index,
+            max_event_bytes: limit("max_event_bytes", max_event_bytes, defaults.max_event_bytes)?,
+            max_array_index: limit("max_array_index", max_array_index, defaults.max_array_index)?,
         };
-        Self {
+        Ok(Self {
             core: Aggregator::new(opts),
             deltas,
-        }
+        })
     }
 
     /// Feed raw body bytes (any split); returns the deltas they produced.
@@ -405,7 +434,14 @@ impl StreamAggregator {
     ) -> PyResult<Bound<'py, PyList>> {
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
-            self.core.feed_event(s.to_str()?.as_bytes(), &mut deltas)
+            match s.to_str() {
+                Ok(text) => self.core.feed_event(text.as_bytes(), &mut deltas),
+                // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.
+                Err(_) => {
+                    let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+                    with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
+                }
+            }
         } else {
             with_bytes(payload, |bytes| self.core.feed_event(bytes, &mut deltas))?
         };
