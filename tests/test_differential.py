@@ -224,12 +224,15 @@ def pieces_of(body: bytes, cuts: list[int]) -> list[bytes]:
 
 
 def run(
-    module: Any, pieces: list[bytes], strict: bool
+    module: Any, pieces: list[bytes], strict: bool, snapshots: bool = False
 ) -> tuple[list[Any], dict[str, Any], int, int]:
-    """Feed the pieces; return per-call outcomes, the result and the counters."""
+    """Feed the pieces; return per-call outcomes (with a snapshot() after each
+    when asked), the result and the counters."""
     agg = module.StreamAggregator(strict=strict)
     outcomes: list[Any] = []
     for piece in pieces:
+        if snapshots:
+            outcomes.append(("snapshot", result_view(agg.snapshot())))
         try:
             outcomes.append(("ok", [delta_tuple(d) for d in agg.feed(piece)]))
         except MalformedStreamError as err:
@@ -244,7 +247,7 @@ def run(
 
 
 def flat_deltas(outcomes: list[Any]) -> list[Any]:
-    return [d for o in outcomes for d in (o[1] if o[0] == "ok" else o[2])]
+    return [d for o in outcomes if o[0] != "snapshot" for d in (o[1] if o[0] == "ok" else o[2])]
 
 
 def flat_errors(outcomes: list[Any]) -> list[Any]:
@@ -262,8 +265,8 @@ def test_f7_rust_and_reference_agree_under_random_splits(
 ) -> None:
     body, cuts = case
     pieces = pieces_of(body, cuts)
-    got_rust = run(rust, pieces, strict)
-    got_ref = run(reference, pieces, strict)
+    got_rust = run(rust, pieces, strict, snapshots=True)
+    got_ref = run(reference, pieces, strict, snapshots=True)
     assert got_rust == got_ref
     # F7: the same bytes in one piece give the same deltas, errors and result.
     whole = run(rust, [body], strict)
