@@ -33,6 +33,7 @@ from . import ArgDelta as _AggArgDelta
 from . import CallStart as _AggCallStart
 from . import StreamAggregator
 from . import TextDelta as _AggTextDelta
+from .client import retry_info_delay
 from .errors import MalformedStreamError, ProviderError
 from .events import (
     Lifecycle,
@@ -1010,27 +1011,10 @@ def _stream_error(error: dict[str, Any]) -> ProviderError:
         rpc,
         message,
         retryable,
-        _retry_info(error.get("details")),
+        retry_info_delay(error.get("details")),
         kind="in-stream",
         body=error,
     )
-
-
-def _retry_info(details: Any) -> float | None:
-    """``RetryInfo.retryDelay`` (e.g. ``"1.5s"``) of a google.rpc.Status, in seconds."""
-    if not isinstance(details, list):
-        return None
-    for detail in details:
-        if isinstance(detail, Mapping) and str(detail.get("@type", "")).endswith(
-            "google.rpc.RetryInfo"
-        ):
-            delay = detail.get("retryDelay")
-            if isinstance(delay, str) and delay.endswith("s"):
-                try:
-                    return float(delay[:-1])
-                except ValueError:
-                    return None
-    return None
 
 
 def _error_label(error: Mapping[str, Any]) -> str:
