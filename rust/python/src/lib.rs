@@ -366,6 +366,8 @@ fn deltas_to_py(py: Python<'_>, deltas: Vec<Delta>) -> PyResult<Bound<'_, PyList
 pub struct StreamAggregator {
     core: Aggregator,
     deltas: bool,
+    /// The result of `close()`, returned again by later calls (D3).
+    closed: Option<Py<AggregatedResponse>>,
 }
 
 impl StreamAggregator {
@@ -412,6 +414,7 @@ impl StreamAggregator {
         Ok(Self {
             core: Aggregator::new(opts),
             deltas,
+            closed: None,
         })
     }
 
@@ -468,18 +471,24 @@ impl StreamAggregator {
         self.finish_feed(py, deltas, result)
     }
 
-    /// The current state as an `AggregatedResponse`, without changing it.
-    fn snapshot(&self) -> AggregatedResponse {
-        AggregatedResponse {
-            inner: Arc::new(self.core.snapshot()),
+    /// The current state as an `AggregatedResponse`, without changing it
+    /// (after `close()`: the closed result).
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
+        match &self.closed {
+            Some(done) => Ok(done.clone_ref(py)),
+            None => AggregatedResponse::create(py, Arc::new(self.core.snapshot())),
         }
     }
 
-    /// End the stream and return the `AggregatedResponse` (idempotent).
-    fn close(&mut self) -> AggregatedResponse {
-        AggregatedResponse {
-            inner: self.core.close(),
+    /// End the stream and return the `AggregatedResponse`; later calls return
+    /// the same object.
+    fn close(&mut self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
+        if let Some(done) = &self.closed {
+            return Ok(done.clone_ref(py));
         }
+        let done = AggregatedResponse::create(py, self.core.close())?;
+        self.closed = Some(done.clone_ref(py));
+        Ok(done)
     }
 
     /// Payloads dispatched so far (good and bad).
@@ -497,66 +506,191 @@ impl StreamAggregator {
 
 // ---------------------------------------------------------------- results
 
-struct CandidateView<'a, 'py> {
-    py: Python<'py>,
-    c: Option<&'a CandidateResult>,
+/// One candidate of an `AggregatedResponse`. Its Python values are built once,
+/// on first access, and shared: `content["parts"]` is `parts`, and each
+/// `function_calls[i]["args"]` is the `args` dict inside its part.
+#[pyclass(frozen, module = "fastagg._fastagg")]
+pub struct Candidate {
+    inner: Arc<Response>,
+    position: usize,
+    parts: PyOnceLock<Py<PyList>>,
+    content: PyOnceLock<Py<PyDict>>,
+    calls: PyOnceLock<Py<PyList>>,
+    metadata: PyOnceLock<Py<PyDict>>,
 }
 
-impl<'a, 'py> CandidateView<'a, 'py> {
-    fn parts(&self) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(self.py);
-        for p in self.c.map_or(&[][..], |c| &c.parts) {
-            list.append(to_py(self.py, p)?)?;
+impl Candidate {
+    fn new(inner: Arc<Response>, position: usize) -> Self {
+        Self {
+            inner,
+            position,
+            parts: PyOnceLock::new(),
+            content: PyOnceLock::new(),
+            calls: PyOnceLock::new(),
+            metadata: PyOnceLock::new(),
         }
-        Ok(list)
     }
-    fn content(&self) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(self.py);
-        d.set_item("role", "model")?;
-        d.set_item("parts", self.parts()?)?;
-        Ok(d)
+
+    fn data(&self) -> Option<&CandidateResult> {
+        self.inner.candidates.get(self.position)
     }
-    fn function_calls(&self) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(self.py);
-        let py = self.py;
-        for call in self.c.iter().flat_map(|c| c.function_calls()) {
-            let d = PyDict::new(py);
-            d.set_item(intern!(py, "id"), call.id)?;
-            d.set_item(intern!(py, "name"), call.name)?;
-            match call.args {
-                Some(args) => d.set_item(intern!(py, "args"), to_py(py, args)?)?,
-                None => d.set_item(intern!(py, "args"), PyDict::new(py))?,
+
+    fn parts_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let parts = self.parts.get_or_try_init(py, || {
+            let list = PyList::empty(py);
+            for part in self.data().map_or(&[][..], |c| &c.parts) {
+                list.append(to_py(py, part)?)?;
             }
-            list.append(d)?;
-        }
-        Ok(list)
+            Ok::<_, PyErr>(list.unbind())
+        })?;
+        Ok(parts.bind(py).clone())
     }
-    fn text(&self) -> &'a str {
-        self.c.map_or("", |c| c.text.as_str())
+
+    fn content_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let content = self.content.get_or_try_init(py, || {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "role"), intern!(py, "model"))?;
+            d.set_item(intern!(py, "parts"), self.parts_list(py)?)?;
+            Ok::<_, PyErr>(d.unbind())
+        })?;
+        Ok(content.bind(py).clone())
     }
-    fn thought_text(&self) -> &'a str {
-        self.c.map_or("", |c| c.thought_text.as_str())
+
+    fn calls_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let calls = self.calls.get_or_try_init(py, || {
+            let parts = self.parts_list(py)?;
+            let list = PyList::empty(py);
+            let Some(data) = self.data() else {
+                return Ok(list.unbind());
+            };
+            for (&i, call) in data.call_parts.iter().zip(data.function_calls()) {
+                let d = PyDict::new(py);
+                d.set_item(intern!(py, "id"), call.id)?;
+                d.set_item(intern!(py, "name"), call.name)?;
+                // The args dict of the part itself: one object, not a copy.
+                let args = match call.args {
+                    Some(_) => parts
+                        .get_item(i)?
+                        .get_item(intern!(py, "functionCall"))?
+                        .get_item(intern!(py, "args"))?,
+                    None => PyDict::new(py).into_any(),
+                };
+                d.set_item(intern!(py, "args"), args)?;
+                list.append(d)?;
+            }
+            Ok::<_, PyErr>(list.unbind())
+        })?;
+        Ok(calls.bind(py).clone())
     }
-    fn finish_reason(&self) -> Option<&'a str> {
-        self.c.and_then(|c| c.finish_reason.as_deref())
+
+    fn text_of(&self) -> &str {
+        self.data().map_or("", |c| c.text.as_str())
     }
-    fn finish_message(&self) -> Option<&'a str> {
-        self.c.and_then(|c| c.finish_message.as_deref())
+
+    fn thought_text_of(&self) -> &str {
+        self.data().map_or("", |c| c.thought_text.as_str())
+    }
+
+    fn finish_reason_of(&self) -> Option<&str> {
+        self.data().and_then(|c| c.finish_reason.as_deref())
+    }
+
+    fn finish_message_of(&self) -> Option<&str> {
+        self.data().and_then(|c| c.finish_message.as_deref())
     }
 }
 
-/// The aggregated model turn (read-only). Flat accessors describe candidate 0.
+#[pymethods]
+impl Candidate {
+    /// The candidate's `index`.
+    #[getter]
+    fn index(&self) -> u32 {
+        self.data().map_or(0, |c| c.index)
+    }
+    /// Parts of this candidate, REST camelCase, replayable as-is.
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.parts_list(py)
+    }
+    /// `{"role": "model", "parts": parts}`.
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.content_dict(py)
+    }
+    /// Non-thought text of this candidate.
+    #[getter]
+    fn text(&self) -> &str {
+        self.text_of()
+    }
+    /// Thought text of this candidate.
+    #[getter]
+    fn thought_text(&self) -> &str {
+        self.thought_text_of()
+    }
+    /// `[{"id", "name", "args"}]` of this candidate, in part order.
+    #[getter]
+    fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.calls_list(py)
+    }
+    /// Raw finish reason of this candidate, or None.
+    #[getter]
+    fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason_of()
+    }
+    /// Finish message of this candidate, or None.
+    #[getter]
+    fn finish_message(&self) -> Option<&str> {
+        self.finish_message_of()
+    }
+    /// The other candidate keys (E5), last non-null wins.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let metadata = self.metadata.get_or_try_init(py, || match self.data() {
+            Some(c) => map_to_py(py, &c.metadata).map(Bound::unbind),
+            None => Ok(PyDict::new(py).unbind()),
+        })?;
+        Ok(metadata.bind(py).clone())
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Candidate(index={}, finish_reason={:?})",
+            self.index(),
+            self.finish_reason_of()
+        )
+    }
+}
+
+/// The aggregated model turn (read-only). Flat accessors describe candidate 0
+/// and return the same objects as `candidates[...]` of index 0.
 #[pyclass(frozen, module = "fastagg._fastagg")]
 pub struct AggregatedResponse {
     inner: Arc<Response>,
+    candidates: Vec<Py<Candidate>>,
+    /// Candidate 0 (the flat accessors), or an empty stand-in when absent.
+    first: Py<Candidate>,
 }
 
 impl AggregatedResponse {
-    fn view<'py>(&self, py: Python<'py>) -> CandidateView<'_, 'py> {
-        CandidateView {
+    fn create(py: Python<'_>, inner: Arc<Response>) -> PyResult<Py<Self>> {
+        let candidates = (0..inner.candidates.len())
+            .map(|position| Py::new(py, Candidate::new(Arc::clone(&inner), position)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let first = match inner.candidates.iter().position(|c| c.index == 0) {
+            Some(position) => candidates[position].clone_ref(py),
+            None => Py::new(py, Candidate::new(Arc::clone(&inner), usize::MAX))?,
+        };
+        Py::new(
             py,
-            c: self.inner.first(),
-        }
+            Self {
+                inner,
+                candidates,
+                first,
+            },
+        )
+    }
+
+    fn first(&self) -> &Candidate {
+        self.first.get()
     }
 }
 
@@ -565,55 +699,55 @@ impl AggregatedResponse {
     /// Parts of candidate 0, REST camelCase, replayable as-is.
     #[getter]
     fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.view(py).parts()
+        self.first().parts_list(py)
     }
     /// `{"role": "model", "parts": parts}`.
     #[getter]
     fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.view(py).content()
+        self.first().content_dict(py)
     }
     /// Non-thought text of candidate 0.
     #[getter]
-    fn text(&self, py: Python<'_>) -> String {
-        self.view(py).text().to_owned()
+    fn text(&self) -> &str {
+        self.first().text_of()
     }
     /// Thought text of candidate 0.
     #[getter]
-    fn thought_text(&self, py: Python<'_>) -> String {
-        self.view(py).thought_text().to_owned()
+    fn thought_text(&self) -> &str {
+        self.first().thought_text_of()
     }
     /// `[{"id", "name", "args"}]` of candidate 0, in part order.
     #[getter]
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.view(py).function_calls()
+        self.first().calls_list(py)
     }
-    #[getter]
     /// Raw finish reason of candidate 0 (e.g. "STOP"), or None.
-    fn finish_reason(&self, py: Python<'_>) -> Option<String> {
-        self.view(py).finish_reason().map(str::to_owned)
-    }
     #[getter]
+    fn finish_reason(&self) -> Option<&str> {
+        self.first().finish_reason_of()
+    }
     /// Finish message of candidate 0, or None.
-    fn finish_message(&self, py: Python<'_>) -> Option<String> {
-        self.view(py).finish_message().map(str::to_owned)
+    #[getter]
+    fn finish_message(&self) -> Option<&str> {
+        self.first().finish_message_of()
     }
     /// Merged `usageMetadata` (camelCase), or None.
     #[getter]
     fn usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.usage.as_ref())
     }
-    #[getter]
     /// `modelVersion` (last non-null), or None.
+    #[getter]
     fn model_version<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.model_version.as_ref())
     }
-    #[getter]
     /// `responseId` (last non-null), or None.
+    #[getter]
     fn response_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.response_id.as_ref())
     }
-    #[getter]
     /// `promptFeedback` (last non-null), or None.
+    #[getter]
     fn prompt_feedback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         opt_to_py(py, self.inner.prompt_feedback.as_ref())
     }
@@ -632,22 +766,17 @@ impl AggregatedResponse {
     fn truncated(&self) -> bool {
         self.inner.truncated
     }
-    #[getter]
     /// Non-fatal anomalies, in order (their texts: spec/aggregation.md).
+    #[getter]
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings.clone()
     }
     /// Every candidate, in index order.
     #[getter]
-    fn candidates(&self) -> Vec<Candidate> {
-        (0..self.inner.candidates.len())
-            .map(|position| Candidate {
-                inner: Arc::clone(&self.inner),
-                position,
-            })
-            .collect()
+    fn candidates<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.candidates.iter().map(|c| c.clone_ref(py)))
     }
-    /// A GenerateContentResponse-shaped dict of the aggregate.
+    /// A GenerateContentResponse-shaped dict of the aggregate (fresh objects).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.inner.to_value())
     }
@@ -664,92 +793,14 @@ impl AggregatedResponse {
             .getattr("GenerateContentResponse")?
             .call_method1("model_validate", (self.to_dict(py)?,))
     }
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let v = self.view(py);
+    fn __repr__(&self) -> String {
+        let first = self.first();
         format!(
             "AggregatedResponse(finish_reason={:?}, complete={}, parts={}, text={:?})",
-            v.finish_reason(),
+            first.finish_reason_of(),
             self.inner.complete,
-            v.c.map_or(0, |c| c.parts.len()),
-            v.text().chars().take(60).collect::<String>()
-        )
-    }
-}
-
-/// One candidate of an `AggregatedResponse`.
-#[pyclass(frozen, module = "fastagg._fastagg")]
-pub struct Candidate {
-    inner: Arc<Response>,
-    position: usize,
-}
-
-impl Candidate {
-    fn view<'py>(&self, py: Python<'py>) -> CandidateView<'_, 'py> {
-        CandidateView {
-            py,
-            c: self.inner.candidates.get(self.position),
-        }
-    }
-}
-
-#[pymethods]
-impl Candidate {
-    #[getter]
-    /// The candidate's `index`.
-    fn index(&self) -> u32 {
-        self.inner
-            .candidates
-            .get(self.position)
-            .map_or(0, |c| c.index)
-    }
-    #[getter]
-    /// Parts of this candidate, REST camelCase, replayable as-is.
-    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.view(py).parts()
-    }
-    #[getter]
-    /// `{"role": "model", "parts": parts}`.
-    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.view(py).content()
-    }
-    #[getter]
-    /// Non-thought text of this candidate.
-    fn text(&self, py: Python<'_>) -> String {
-        self.view(py).text().to_owned()
-    }
-    #[getter]
-    /// Thought text of this candidate.
-    fn thought_text(&self, py: Python<'_>) -> String {
-        self.view(py).thought_text().to_owned()
-    }
-    #[getter]
-    /// `[{"id", "name", "args"}]` of this candidate, in part order.
-    fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.view(py).function_calls()
-    }
-    #[getter]
-    /// Raw finish reason of this candidate, or None.
-    fn finish_reason(&self, py: Python<'_>) -> Option<String> {
-        self.view(py).finish_reason().map(str::to_owned)
-    }
-    #[getter]
-    /// Finish message of this candidate, or None.
-    fn finish_message(&self, py: Python<'_>) -> Option<String> {
-        self.view(py).finish_message().map(str::to_owned)
-    }
-    /// The other candidate keys (E5), last non-null wins.
-    #[getter]
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        match self.inner.candidates.get(self.position) {
-            Some(c) => map_to_py(py, &c.metadata),
-            None => Ok(PyDict::new(py)),
-        }
-    }
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "Candidate(index={}, finish_reason={:?})",
-            self.index(),
-            self.view(py).finish_reason()
+            first.data().map_or(0, |c| c.parts.len()),
+            first.text_of().chars().take(60).collect::<String>()
         )
     }
 }
