@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SCENARIOS = SHARED / "conformance" / "scenarios.json"
+# Vendored from the project's shared folder; tests/test_vendored.py notices drift.
+SCENARIOS = ROOT / "tests" / "conformance" / "scenarios.json"
 
 IMPLS = {"rust": "fastagg._fastagg", "reference": "fastagg.reference"}
 

@@ -1,4 +1,4 @@
-"""One test per aggregation rule (shared/spec/aggregation.md, spec/aggregation.md).
+"""One test per aggregation rule (spec/contract/aggregation.md, spec/aggregation.md).
 
 Every test runs against both implementations through the ``impl`` fixture
 (the Rust module ``fastagg._fastagg`` and the pure-Python ``fastagg.reference``)

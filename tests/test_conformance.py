@@ -1,4 +1,4 @@
-"""Every case of ../shared/conformance/scenarios.json, for both implementations,
+"""Every case of tests/conformance/scenarios.json (the vendored conformance set), for both implementations,
 fed as CRLF SSE bytes under several chunkings (F7)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pure-Python twin of the Rust streaming core (``fastagg._fastagg``).
 
-It follows ``shared/spec/aggregation.md`` and the developers' addendum
+It follows ``spec/contract/aggregation.md`` and the developers' addendum
 ``spec/aggregation.md`` to the letter, warning texts included: it is the
 oracle of the differential tests and the baseline of the benchmarks. It is
 written for clarity first, but every step is linear in its input (no buffer is
