@@ -135,9 +135,15 @@ def run_table(settings: Settings) -> list[Row]:
             del result
             seconds, reps = _time(lambda c=contender, p=prep: c.run(p), settings)
             rows.append(Row(name, contender.name, stream.events, len(stream.body), seconds, reps))
+            progress(f"{name}: {contender.name} {seconds * 1e6 / stream.events:.2f} µs/event")
         del prep, stream
         gc.collect()
     return rows
+
+
+def progress(message: str) -> None:
+    """One line on stderr as the suite goes, so a long run shows where it is."""
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -581,26 +587,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "`time ÷ fastagg` > 1 means slower than fastagg (deltas=False).",
         "",
         table_markdown(rows),
-        "",
-        "## Targets",
-        "",
-        targets_markdown(rows),
     ]
+    if not settings.quick:  # one iteration on small streams cannot judge a target
+        sections += ["", "## Targets", "", targets_markdown(rows)]
     if not args.no_extras:
-        sections += [
-            "",
-            "## giant_arg scaling and memory (fastagg, deltas=False)",
-            "",
-            giant_markdown(settings),
-            "",
-            "## Chunk sizes from 1 byte to 1 MiB (fastagg, deltas=False)",
-            "",
-            sweep_markdown(settings),
-            "",
-            "## Agent-loop cost",
-            "",
-            loop_markdown(settings),
+        extras = [
+            ("giant_arg scaling and memory (fastagg, deltas=False)", giant_markdown),
+            ("Chunk sizes from 1 byte to 1 MiB (fastagg, deltas=False)", sweep_markdown),
+            ("Agent-loop cost", loop_markdown),
         ]
+        for title, section in extras:
+            progress(f"section: {title}")
+            sections += ["", f"## {title}", "", section(settings)]
     sections += ["", machine_line(), f"Total run time {time.perf_counter() - started:.0f} s."]
     text = "\n".join(sections) + "\n"
     print(text, end="")

@@ -90,7 +90,7 @@ def test_contenders_agree(name: str) -> None:
         assert parts == expected, contender.name
 
 
-def test_quick_run_exits_zero(tmp_path: Path) -> None:
+def test_k5_quick_run_exits_zero_shows_progress_and_judges_no_target(tmp_path: Path) -> None:
     out = tmp_path / "report.md"
     proc = subprocess.run(
         [sys.executable, "-m", "benches", "--quick", "--output", str(out)],
@@ -103,3 +103,6 @@ def test_quick_run_exits_zero(tmp_path: Path) -> None:
     report = out.read_text(encoding="utf-8")
     assert "| text | fastagg |" in report
     assert "Machine:" in report
+    assert "## Targets" not in report  # one iteration on small streams judges nothing
+    assert "[bench] text: fastagg " in proc.stderr
+    assert "[bench] section: Agent-loop cost" in proc.stderr

@@ -133,6 +133,111 @@ def test_usage_errors_exit_2() -> None:
     assert fastagg("aggregate", "--parts", "--text", str(WEATHER)).returncode == 2
 
 
+OPENAI_STREAM = (
+    b'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"delta":{"content":"hi"}}]}'
+    b"\n\ndata: [DONE]\n\n"
+)
+WHOLE = sse(chunk(text("Hello")), chunk(text(" world."), finish_reason="STOP"))
+
+
+@pytest.mark.parametrize(
+    ("label", "body", "reason"),
+    [
+        ("empty", b"", "the input is empty: there is no stream to aggregate"),
+        (
+            "random bytes",
+            bytes(range(256)) * 3,
+            "no stream event found in 768 bytes: expected a Gemini streamGenerateContent body",
+        ),
+        (
+            "plain text",
+            b"hello\nworld\n",
+            "no stream event found in 12 bytes",
+        ),
+        (
+            "a JSON object that is no response",
+            b'{"foo": 1, "bar": [1, 2]}',
+            "1 event(s) but none looks like a Gemini response (no candidates, usageMetadata or "
+            "error): is this another provider's stream?",
+        ),
+        ("an OpenAI-style stream", OPENAI_STREAM, "is this another provider's stream?"),
+        (
+            "a truncated body",
+            WHOLE[:-20],
+            "the body ends inside an unfinished event: the stream was cut off (truncated)",
+        ),
+        (
+            "no finish reason",
+            sse(chunk(text("Hello"))),
+            "the stream ended before the model finished: no finish reason on candidate 0",
+        ),
+        (
+            "an in-stream error",
+            sse(
+                chunk(text("Hel")),
+                {"error": {"code": 503, "status": "UNAVAILABLE", "message": "busy"}},
+            ),
+            "the stream carries an error (503 UNAVAILABLE): busy",
+        ),
+    ],
+)
+def test_k2_aggregate_exits_1_with_one_plain_line_when_the_input_is_no_whole_response(
+    label: str, body: bytes, reason: str
+) -> None:
+    done = fastagg("aggregate", "-", stdin=body)
+    assert done.returncode == 1, label
+    assert done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("fastagg aggregate: <stdin>: ")
+    assert reason in lines[0]
+    assert lines[0].endswith("; no output written (--lenient prints what was received)")
+    assert not any(f"{code}:" in lines[0] for code in ("F2", "F6", "E6"))  # no bare rule codes
+
+
+def test_k2_lenient_prints_the_best_effort_aggregate_and_exits_0() -> None:
+    done = fastagg("aggregate", "--lenient", "--text", "-", stdin=WHOLE[:-20])
+    assert (done.returncode, done.stdout) == (0, b"Hello\n")
+    assert done.stderr.decode().startswith("fastagg aggregate: <stdin>: warning: F6: ")
+
+
+def test_k2_lenient_skips_malformed_events() -> None:
+    body = (
+        sse(chunk(text("a"))) + b"data: {nope\r\n\r\n" + sse(chunk(text("b"), finish_reason="STOP"))
+    )
+    done = fastagg("aggregate", "--lenient", "--text", "-", stdin=body)
+    assert (done.returncode, done.stdout) == (0, b"ab\n")
+
+
+def test_k4_output_to_a_closed_pipe_exits_quietly() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastagg", "aggregate", str(WEATHER)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    _, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stderr) == (0, b"")
+
+
+def test_k4_version() -> None:
+    import fastagg as package
+
+    done = fastagg("--version")
+    assert (done.returncode, done.stdout.decode()) == (0, f"fastagg {package.__version__}\n")
+
+
+def test_k5_bench_help_always_prints_help() -> None:
+    done = fastagg("bench", "--help")
+    out = done.stdout.decode()
+    assert done.returncode == 0
+    assert out.startswith("usage: fastagg bench")
+    assert "usage: python -m benches" in out  # the suite's own options, from a checkout
+
+
 # --- replay-server ------------------------------------------------------------------------------
 
 
@@ -193,6 +298,45 @@ def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
     assert "model: Paris is the better pick: 24 °C and sunny" in out
     assert "stop reason : completed" in out
     assert "tool calls  : 3" in out
+
+
+def test_k3_demo_shows_the_in_stream_error_it_injects() -> None:
+    done = fastagg("demo", "--no-color", "--pace", "0")
+    out = done.stdout.decode()
+    assert "!  no-finish-retry at step 2/10" in out
+    assert "   500 INTERNAL: An internal error has occurred." in out
+
+
+@pytest.mark.parametrize("option", [["--prompt", "hi"], ["--model", "gemini-2.5-pro"]])
+def test_k3_demo_rejects_live_only_options_without_live(option: list[str]) -> None:
+    done = fastagg("demo", *option)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"fastagg demo: {option[0]} only apply with --live (the fake server's script always "
+        "answers its own picnic question)\n"
+    )
+
+
+def test_k3_demo_ctrl_c_ends_the_turn_honestly_with_exit_130() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastagg", "demo", "--no-color", "--pace", "0.5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    seen = b""
+    while b"step 1/10" not in seen:  # the turn is under way: the handler is installed
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else b""
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    out = (seen + rest).decode()
+    assert proc.returncode == 130, out
+    assert "stop reason : aborted" in out
+    assert "model: Paris is the better pick" not in out
 
 
 def test_demo_live_without_key_exits_2_with_a_hint() -> None:

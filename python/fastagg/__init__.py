@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _version
+from typing import Union
 
 from ._fastagg import (
     AggregatedResponse,
@@ -49,6 +50,13 @@ from .model import ModelClient
 from .request import check_request, map_finish_reason, strip_signatures
 from .tools import Tool, ToolContext, tool
 
+Delta = Union[TextDelta, CallStart, ArgDelta, CallEnd, Finish, StreamError]  # noqa: UP007
+"""What ``StreamAggregator.feed()`` returns a list of: one of the six delta classes.
+
+A runtime alias (usable in ``isinstance`` and ``match``); the ``X | Y`` form of classes
+needs Python 3.10's ``types.UnionType``, which ``typing.get_args`` reads the same way.
+"""
+
 try:
     __version__ = _version("fastagg")
 except _NotInstalled:  # pragma: no cover - running from a source tree without install
@@ -61,6 +69,7 @@ __all__ = [
     "CallEnd",
     "CallStart",
     "Candidate",
+    "Delta",
     "FastaggError",
     "Finish",
     "GeminiClient",

@@ -1,4 +1,7 @@
-"""Type stubs of the Rust extension module ``fastagg._fastagg`` (aggregation.md, api.md)."""
+"""Type stubs of the Rust extension module ``fastagg._fastagg``.
+
+Rules: ``spec/contract/aggregation.md``, ``spec/aggregation.md``; API: ``spec/contract/api.md``.
+"""
 
 from collections.abc import Mapping
 from typing import Any, TypeAlias, final
@@ -86,67 +89,104 @@ class Candidate:
     """One candidate of an ``AggregatedResponse``."""
 
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """The candidate's ``index``."""
     @property
-    def parts(self) -> list[dict[str, Any]]: ...
+    def parts(self) -> list[dict[str, Any]]:
+        """Parts of this candidate, REST camelCase, replayable as-is."""
     @property
-    def content(self) -> dict[str, Any]: ...
+    def content(self) -> dict[str, Any]:
+        """``{"role": "model", "parts": parts}``."""
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """Non-thought text of this candidate."""
     @property
-    def thought_text(self) -> str: ...
+    def thought_text(self) -> str:
+        """Thought text of this candidate."""
     @property
-    def function_calls(self) -> list[dict[str, Any]]: ...
+    def function_calls(self) -> list[dict[str, Any]]:
+        """``[{"id", "name", "args"}]`` of this candidate, in part order."""
     @property
-    def finish_reason(self) -> str | None: ...
+    def finish_reason(self) -> str | None:
+        """Raw finish reason of this candidate, or None."""
     @property
-    def finish_message(self) -> str | None: ...
+    def finish_message(self) -> str | None:
+        """Finish message of this candidate, or None."""
     @property
-    def metadata(self) -> dict[str, Any]: ...
+    def metadata(self) -> dict[str, Any]:
+        """The other candidate keys (E5), last non-null wins."""
 
 @final
 class AggregatedResponse:
     """The aggregated model turn (read-only). Flat accessors describe candidate 0."""
 
     @property
-    def parts(self) -> list[dict[str, Any]]: ...
+    def parts(self) -> list[dict[str, Any]]:
+        """Parts of candidate 0, REST camelCase, replayable as-is."""
     @property
-    def content(self) -> dict[str, Any]: ...
+    def content(self) -> dict[str, Any]:
+        """``{"role": "model", "parts": parts}``: append it to the history as it is."""
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """Non-thought text of candidate 0."""
     @property
-    def thought_text(self) -> str: ...
+    def thought_text(self) -> str:
+        """Thought text of candidate 0."""
     @property
-    def function_calls(self) -> list[dict[str, Any]]: ...
+    def function_calls(self) -> list[dict[str, Any]]:
+        """``[{"id", "name", "args"}]`` of candidate 0, in part order."""
     @property
-    def finish_reason(self) -> str | None: ...
+    def finish_reason(self) -> str | None:
+        """Raw finish reason of candidate 0 (e.g. ``"STOP"``), or None."""
     @property
-    def finish_message(self) -> str | None: ...
+    def finish_message(self) -> str | None:
+        """Finish message of candidate 0, or None."""
     @property
-    def usage(self) -> dict[str, Any] | None: ...
+    def usage(self) -> dict[str, Any] | None:
+        """Merged ``usageMetadata`` (camelCase), or None."""
     @property
-    def model_version(self) -> str | None: ...
+    def model_version(self) -> str | None:
+        """``modelVersion`` (last non-null), or None."""
     @property
-    def response_id(self) -> str | None: ...
+    def response_id(self) -> str | None:
+        """``responseId`` (last non-null), or None."""
     @property
-    def prompt_feedback(self) -> dict[str, Any] | None: ...
+    def prompt_feedback(self) -> dict[str, Any] | None:
+        """``promptFeedback`` (last non-null), or None."""
     @property
-    def error(self) -> dict[str, Any] | None: ...
+    def error(self) -> dict[str, Any] | None:
+        """The in-stream error object, verbatim, or None."""
     @property
-    def complete(self) -> bool: ...
+    def complete(self) -> bool:
+        """Candidate 0 has a finish reason and no error was recorded (E6)."""
     @property
-    def truncated(self) -> bool: ...
+    def truncated(self) -> bool:
+        """An incomplete final event was dropped (F6)."""
     @property
-    def candidates(self) -> list[Candidate]: ...
+    def candidates(self) -> list[Candidate]:
+        """Every candidate, in index order."""
     @property
-    def warnings(self) -> list[str]: ...
-    def to_dict(self) -> dict[str, Any]: ...
-    def to_json(self) -> bytes: ...
-    def to_genai(self) -> Any: ...
+    def warnings(self) -> list[str]:
+        """Non-fatal anomalies, in order (their texts: ``spec/aggregation.md``)."""
+    def to_dict(self) -> dict[str, Any]:
+        """A GenerateContentResponse-shaped dict of the aggregate (fresh objects)."""
+    def to_json(self) -> bytes:
+        """``to_dict()`` as compact UTF-8 JSON."""
+    def to_genai(self) -> Any:
+        """The aggregate as a ``google.genai.types.GenerateContentResponse`` (needs google-genai)."""
 
 @final
 class StreamAggregator:
-    """Aggregates the raw body of a Gemini ``streamGenerateContent`` response."""
+    """Aggregates the raw body of a Gemini ``streamGenerateContent`` response.
+
+    Feed the body bytes in any split with ``feed()``, then ``close()`` for the
+    ``AggregatedResponse``. Options (keyword-only): ``deltas`` (return deltas from
+    ``feed()``; ``False`` is the fastest path), ``strict`` (a malformed event raises
+    ``MalformedStreamError``; ``False`` skips it with a warning), ``max_event_bytes``
+    (the largest event payload, 64 MiB), ``max_array_index`` (the largest array index a
+    streamed argument's ``jsonPath`` may write, 10,000). The full text: ``help()`` of the
+    class; the rules: ``spec/contract/aggregation.md`` and ``spec/aggregation.md``.
+    """
 
     def __new__(
         cls,
@@ -156,15 +196,24 @@ class StreamAggregator:
         max_event_bytes: int = ...,
         max_array_index: int = 10_000,
     ) -> Self: ...
-    def feed(self, data: bytes | bytearray | memoryview) -> list[_Delta]: ...
-    def feed_event(self, payload: bytes | str) -> list[_Delta]: ...
-    def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[_Delta]: ...
-    def snapshot(self) -> AggregatedResponse: ...
-    def close(self) -> AggregatedResponse: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> list[_Delta]:
+        """Feed raw body bytes (any split); returns the deltas of the events they completed
+        (``[]`` with ``deltas=False``). Raises ``MalformedStreamError`` (strict mode; the good
+        events of the call are kept, their deltas in ``.deltas``) or ``AggregatorClosed``."""
+    def feed_event(self, payload: bytes | str) -> list[_Delta]:
+        """Feed one complete GenerateContentResponse JSON payload."""
+    def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[_Delta]:
+        """Feed one parsed chunk: a REST camelCase dict or a google-genai response object."""
+    def snapshot(self) -> AggregatedResponse:
+        """The current state as an ``AggregatedResponse``, without changing it."""
+    def close(self) -> AggregatedResponse:
+        """End the stream and return the ``AggregatedResponse``; later calls return the same object."""
     @property
-    def events_seen(self) -> int: ...
+    def events_seen(self) -> int:
+        """Payloads dispatched so far (good and bad)."""
     @property
-    def bytes_seen(self) -> int: ...
+    def bytes_seen(self) -> int:
+        """Bytes fed so far."""
 
 @final
 class SseEvent:
@@ -182,5 +231,7 @@ class SseDecoder:
     """A generic WHATWG server-sent-events decoder (any provider)."""
 
     def __new__(cls) -> Self: ...
-    def feed(self, data: bytes | bytearray | memoryview) -> list[SseEvent]: ...
-    def close(self) -> list[SseEvent]: ...
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SseEvent]:
+        """Feed bytes (any split); returns the events completed by them."""
+    def close(self) -> list[SseEvent]:
+        """End of input: the events a missing final blank line held back."""

@@ -12,8 +12,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +26,7 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 BUILTIN_SCENARIOS = ("demo", "runaway", "stalled")
 DEFAULT_LIVE_MODEL = "gemini-3-flash-preview"
@@ -34,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # every later argument, options included, goes to the suite
+        if {"-h", "--help"} & set(argv[1:]):
+            return _bench_help(parser)
         return _run_bench(argv[1:])
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -42,7 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`fastagg aggregate x | head`): not an error of ours. Point
+        # stdout at /dev/null so the interpreter's final flush does not complain again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     return code
 
 
@@ -53,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok; 1 malformed stream (aggregate) or turn not completed (demo); "
         "2 usage or I/O error.",
     )
+    parser.add_argument("--version", action="version", version=f"fastagg {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -91,8 +103,10 @@ def _parser() -> argparse.ArgumentParser:
         "aggregate",
         help="aggregate a recorded streamGenerateContent body and print it as JSON",
         description="Read a recorded response body (SSE or JSON-array framing) from FILE or "
-        "stdin ('-') and print the aggregated response as JSON. Exit codes: 0 ok, 1 malformed "
-        "stream (the error and its byte offset go to stderr), 2 usage or I/O error.",
+        "stdin ('-') and print the aggregated response as JSON. Exit codes: 0 ok; 1 the input "
+        "is not one whole model response (empty, no stream, another provider's stream, "
+        "malformed, cut off, an in-stream error, no finish reason: one line on stderr says "
+        "which); 2 usage or I/O error.",
     )
     agg.add_argument("file", metavar="FILE|-", help="recorded body, or - for stdin")
     view = agg.add_mutually_exclusive_group()
@@ -100,6 +114,12 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument("--text", action="store_true", help="print only the answer text")
     view.add_argument(
         "--response", action="store_true", help="print a GenerateContentResponse-shaped object"
+    )
+    agg.add_argument(
+        "--lenient",
+        action="store_true",
+        help="best effort: skip malformed events and print whatever was received, even an "
+        "empty, cut-off or unfinished stream (warnings go to stderr; exit 0)",
     )
     agg.set_defaults(run=_cmd_aggregate)
 
@@ -138,12 +158,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _bench_help(parser: argparse.ArgumentParser) -> int:
+    """`fastagg bench --help`: this command's help, then the suite's options when it is here."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub.choices["bench"].print_help()
+    root = _checkout()
+    if root is not None:
+        sys.stdout.write("\noptions of the suite (python -m benches):\n")
+        sys.stdout.flush()
+        import subprocess
+
+        subprocess.run([sys.executable, "-m", "benches", "--help"], cwd=root)
+    return EXIT_OK
+
+
+def _checkout() -> Path | None:
+    """The source checkout this package runs from, when it has the benchmark suite."""
+    root = Path(__file__).resolve().parent.parent.parent  # python/fastagg -> checkout
+    return root if (root / "benches" / "__main__.py").is_file() else None
+
+
 def _run_bench(bench_args: list[str]) -> int:
     import subprocess
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent.parent  # python/fastagg -> checkout
-    if not (root / "benches" / "__main__.py").is_file():
+    root = _checkout()
+    if root is None:
         print(
             "fastagg bench: the benchmarks live in the source tree; from a checkout run "
             "'pip install -e . && python -m benches --quick'",
@@ -161,7 +206,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
 
     name = "<stdin>" if args.file == "-" else args.file
     errors: list[Exception] = []
-    aggregator = StreamAggregator(deltas=False)
+    aggregator = StreamAggregator(deltas=False, strict=not args.lenient)
     try:
         stream: IO[bytes] = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")
         with stream:
@@ -178,37 +223,91 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         for error in errors:
             print(f"fastagg aggregate: {name}: {error}", file=sys.stderr)
         print(
-            f"fastagg aggregate: {name}: {len(errors)} malformed event(s); no output written",
+            f"fastagg aggregate: {name}: {len(errors)} malformed event(s); no output written "
+            "(--lenient skips them and prints the rest)",
             file=sys.stderr,
         )
         return EXIT_FAILED
+    if args.lenient:
+        for warning in result.warnings:
+            print(f"fastagg aggregate: {name}: warning: {warning}", file=sys.stderr)
+    else:
+        reason = _not_a_whole_stream(result, aggregator.events_seen, aggregator.bytes_seen)
+        if reason is not None:
+            print(
+                f"fastagg aggregate: {name}: {reason}; no output written "
+                "(--lenient prints what was received)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
     if args.text:
         sys.stdout.write(result.text + "\n")
-        return EXIT_OK
-    if args.parts:
-        payload: Any = result.parts
-    elif args.response:
-        payload = result.to_dict()
     else:
-        payload = {
-            "text": result.text,
-            "thought_text": result.thought_text,
-            "parts": result.parts,
-            "function_calls": result.function_calls,
-            "finish_reason": result.finish_reason,
-            "finish_message": result.finish_message,
-            "usage": result.usage,
-            "model_version": result.model_version,
-            "response_id": result.response_id,
-            "prompt_feedback": result.prompt_feedback,
-            "error": result.error,
-            "complete": result.complete,
-            "truncated": result.truncated,
-            "warnings": list(result.warnings),
-        }
-    sys.stdout.buffer.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+        payload = _aggregate_payload(args, result)
+        sys.stdout.buffer.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
     return EXIT_OK
+
+
+def _not_a_whole_stream(result: Any, events: int, size: int) -> str | None:
+    """Why the input is not one whole model response, in words (K2), or None when it is."""
+    if size == 0:
+        return "the input is empty: there is no stream to aggregate"
+    if events == 0:
+        return (
+            f"no stream event found in {size} bytes: expected a Gemini streamGenerateContent "
+            "body (SSE 'data:' lines or a JSON array of responses)"
+        )
+    gemini = (
+        result.parts
+        or result.usage is not None
+        or result.error is not None
+        or result.prompt_feedback is not None
+        or result.model_version is not None
+        or result.response_id is not None
+        or result.finish_reason is not None
+    )
+    if not gemini:
+        return (
+            f"{events} event(s) but none looks like a Gemini response (no candidates, "
+            "usageMetadata or error): is this another provider's stream?"
+        )
+    if result.truncated:
+        return "the body ends inside an unfinished event: the stream was cut off (truncated)"
+    if result.error is not None:
+        error = result.error
+        label = " ".join(str(error[k]) for k in ("code", "status") if error.get(k) is not None)
+        message = error.get("message") or "no message"
+        return f"the stream carries an error ({label or 'no code'}): {message}"
+    if result.finish_reason is None:
+        return (
+            "the stream ended before the model finished: no finish reason on candidate 0 "
+            "(an incomplete stream)"
+        )
+    return None
+
+
+def _aggregate_payload(args: argparse.Namespace, result: Any) -> Any:
+    if args.parts:
+        return result.parts
+    if args.response:
+        return result.to_dict()
+    return {
+        "text": result.text,
+        "thought_text": result.thought_text,
+        "parts": result.parts,
+        "function_calls": result.function_calls,
+        "finish_reason": result.finish_reason,
+        "finish_message": result.finish_message,
+        "usage": result.usage,
+        "model_version": result.model_version,
+        "response_id": result.response_id,
+        "prompt_feedback": result.prompt_feedback,
+        "error": result.error,
+        "complete": result.complete,
+        "truncated": result.truncated,
+        "warnings": list(result.warnings),
+    }
 
 
 # --- replay-server -------------------------------------------------------------------------------
@@ -280,6 +379,14 @@ async def _serve(args: argparse.Namespace, steps: list[Any]) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if not args.live and (args.prompt is not None or args.model is not None):
+        given = " and ".join(f"--{o}" for o in ("prompt", "model") if getattr(args, o) is not None)
+        print(
+            f"fastagg demo: {given} only apply with --live (the fake server's script always "
+            "answers its own picnic question)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     color = not args.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
@@ -333,18 +440,43 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
     out.header(prompt, where)
     started = time.monotonic()
     stop_reason = None
+    abort = asyncio.Event()
+    interrupts = _abort_on_ctrl_c(abort)
     try:
         async with client:
             async for event in stream_turn(
-                client, contents, tools=demo_tools(), limits=limits, config=config
+                client, contents, tools=demo_tools(), limits=limits, config=config, abort=abort
             ):
                 out.event(event, time.monotonic() - started)
                 if isinstance(event, TurnEnd):
                     stop_reason = event.result.stop_reason
     finally:
+        interrupts()
         if server is not None:
             await server.stop()
+    if stop_reason == StopReason.ABORTED and abort.is_set():
+        return EXIT_INTERRUPTED
     return EXIT_OK if stop_reason == StopReason.COMPLETED else EXIT_FAILED
+
+
+def _abort_on_ctrl_c(abort: asyncio.Event) -> Callable[[], None]:
+    """Make the first Ctrl-C abort the turn (it ends honestly, with its summary); a second one
+    interrupts at once. Returns the function that restores the default handling (K3)."""
+    loop = asyncio.get_running_loop()
+
+    def first() -> None:
+        abort.set()
+        loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, first)
+    except (NotImplementedError, RuntimeError):  # Windows, or not the main thread
+        return lambda: None
+
+    def restore() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+
+    return restore
 
 
 class _Printer:
@@ -444,6 +576,8 @@ class _Printer:
                     f"{event.tool_call_count} tool calls, {event.elapsed:.1f}s",
                 )
             )
+            if event.detail:
+                self.line(self._c("33", f"   {event.detail}"))
         elif isinstance(event, ev.TurnEnd):
             self.summary(event.result)
 

@@ -137,7 +137,9 @@ class Lifecycle:
     before ``TurnEnd``), ``tool-timeout`` (``tool_name`` set),
     ``malformed-retry``, ``no-finish-retry``, ``provider-retry``, ``wrapup``.
     ``tool_call_count`` is the number of tool calls answered so far,
-    ``elapsed`` the seconds since the turn started.
+    ``elapsed`` the seconds since the turn started. ``detail`` says why, in
+    words, where there is more to say than the phase (L32): the error that a
+    ``provider-retry`` retries, the in-stream error of a ``no-finish-retry``.
     """
 
     phase: str
@@ -146,6 +148,7 @@ class Lifecycle:
     tool_name: str | None
     tool_call_count: int
     elapsed: float
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

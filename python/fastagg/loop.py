@@ -339,7 +339,9 @@ class _Turn:
             if result is not None and inspect.isawaitable(result):
                 await result
 
-    async def _lifecycle(self, phase: str, step: int, tool_name: str | None = None) -> None:
+    async def _lifecycle(
+        self, phase: str, step: int, tool_name: str | None = None, detail: str | None = None
+    ) -> None:
         if self.sink is not None:
             await self._emit(
                 Lifecycle(
@@ -349,6 +351,7 @@ class _Turn:
                     tool_name,
                     self.tool_calls,
                     self.loop.time() - self.start_time,
+                    detail,
                 )
             )
 
@@ -416,7 +419,7 @@ class _Turn:
                         provider_left -= 1
                         self.retries["provider"] += 1
                         await self._step_end(step, attempt, raw, "error")
-                        await self._lifecycle("provider-retry", step)
+                        await self._lifecycle("provider-retry", step, detail=_describe(error))
                         await self._backoff(delay)
                         continue
                 await self._step_end(step, attempt, raw, "error")
@@ -452,7 +455,8 @@ class _Turn:
                 if no_finish_left > 0:
                     no_finish_left -= 1
                     self.retries["no-finish"] += 1
-                    await self._lifecycle("no-finish-retry", step)
+                    why = None if stream_error is None else _describe(_stream_error(stream_error))
+                    await self._lifecycle("no-finish-retry", step, detail=why)
                     continue
                 why = (
                     ""
@@ -1015,6 +1019,12 @@ def _stream_error(error: dict[str, Any]) -> ProviderError:
         kind="in-stream",
         body=error,
     )
+
+
+def _describe(error: ProviderError) -> str:
+    """A provider error in words for a lifecycle event (L32): status, code, message."""
+    label = " ".join(str(x) for x in (error.status, error.code) if x is not None)
+    return f"{label or 'error'}: {error.message}"
 
 
 def _error_label(error: Mapping[str, Any]) -> str:

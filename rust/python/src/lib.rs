@@ -360,8 +360,38 @@ fn deltas_to_py(py: Python<'_>, deltas: Vec<Delta>) -> PyResult<Bound<'_, PyList
 
 /// Aggregates the raw body of a Gemini `streamGenerateContent` response.
 ///
-/// Feed body bytes in any split with `feed()` (live deltas come back), then
-/// `close()` for the `AggregatedResponse`. Rules: aggregation.md.
+/// Feed the body bytes in any split with `feed()` (each call returns the live
+/// deltas its bytes completed), then call `close()` for the
+/// `AggregatedResponse`, whose `content` is the model turn to append to the
+/// history as it is: thought signatures byte-exact on the part they came on.
+/// SSE (`?alt=sse`) and JSON-array framing are detected from the first bytes.
+///
+/// Options (keyword-only):
+///
+/// - `deltas=True`: return deltas from `feed()`; `False` returns `[]` and
+///   skips building them (the fastest path when only the result is needed).
+/// - `strict=True`: a malformed event (bad JSON, not an object, bad UTF-8,
+///   over `max_event_bytes`) raises `MalformedStreamError` from the `feed()`
+///   that completed it, after the good events of that call were applied; its
+///   `.deltas` holds their deltas and `.errors` every error of the call.
+///   `False` skips such events with a warning on the result instead.
+/// - `max_event_bytes=67108864` (64 MiB): the largest single event payload;
+///   a bigger one is dropped (an error or a warning, as above) and memory
+///   stays bounded by the limit plus one chunk.
+/// - `max_array_index=10000`: the largest array index a streamed argument's
+///   `jsonPath` may write (`$.items[3]`); a larger one is skipped with a
+///   warning, so a hostile path cannot allocate without bound.
+///
+/// `feed(bytes)` returns a list of `Delta` (`TextDelta`, `CallStart`,
+/// `ArgDelta`, `CallEnd`, `Finish`, `StreamError`) and raises
+/// `MalformedStreamError` (strict mode) or `AggregatorClosed` (after
+/// `close()`). `feed_event()` takes one payload, `feed_chunk()` one parsed
+/// chunk (a REST dict or a google-genai response object). `snapshot()` shows
+/// the result so far without ending the stream.
+///
+/// The rules, by id (F framing, E events, P parts, C calls, D deltas):
+/// `spec/contract/aggregation.md` and `spec/aggregation.md` in the source
+/// distribution.
 #[pyclass(module = "fastagg._fastagg")]
 pub struct StreamAggregator {
     core: Aggregator,
@@ -418,7 +448,10 @@ impl StreamAggregator {
         })
     }
 
-    /// Feed raw body bytes (any split); returns the deltas they produced.
+    /// Feed raw body bytes (any split); returns the deltas of the events they
+    /// completed (`[]` with `deltas=False`). Raises `MalformedStreamError`
+    /// (strict mode; good events of the call are kept, their deltas in
+    /// `.deltas`) or `AggregatorClosed`.
     fn feed<'py>(
         &mut self,
         py: Python<'py>,
@@ -849,7 +882,7 @@ impl SseDecoder {
         events_to_py(py, out)
     }
 
-    /// End of stream: a final unterminated event is dispatched.
+    /// End of input: the events a missing final blank line held back.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let mut out = Vec::new();
         self.core.close(&mut out);
