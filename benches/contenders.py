@@ -1,4 +1,4 @@
-"""The contenders of performance.md, each a function ``chunks -> result``.
+"""The contenders of spec/contract/performance.md, each a function ``chunks -> result``.
 
 Every contender gets the same network chunks (the stream cut into 4 KiB
 pieces) and turns them into an aggregated model turn; :func:`parts_of` maps

@@ -1,4 +1,4 @@
-"""The benchmark corpus (performance.md): six deterministic, seeded SSE bodies.
+"""The benchmark corpus (spec/contract/performance.md): six deterministic, seeded SSE bodies.
 
 Every stream is the raw body of a ``streamGenerateContent?alt=sse`` response as
 the service frames it: ``data: <json>\\r\\n\\r\\n`` per event, JSON written in the

@@ -1,4 +1,4 @@
-"""Run the contenders on the corpus and print the markdown report (performance.md).
+"""Run the contenders on the corpus and print the markdown report (spec/contract/performance.md).
 
 ``python -m benches [--quick] [--streams NAME,...] [--output FILE] [--giant-mb N]``
 
@@ -7,7 +7,7 @@ Sections of the report:
 1. The contenders table: every contender on every selected stream, same
    bytes, same 4 KiB chunking; agreement of the aggregated parts is checked
    before anything is timed (a disagreement aborts with exit status 1).
-2. The targets of performance.md, computed from that table.
+2. The targets of spec/contract/performance.md, computed from that table.
 3. ``giant_arg`` scaling: time for N and 2N MB (in process, pre-split chunks)
    and peak RSS of a fresh subprocess per size (``VmHWM`` from /proc: it
    sees the Rust allocations, which ``tracemalloc`` cannot, and unlike
@@ -177,7 +177,7 @@ def table_markdown(rows: list[Row]) -> str:
 
 def targets_markdown(rows: list[Row]) -> str:
     t = {(r.stream, r.contender): r for r in rows if r.seconds is not None}
-    lines = ["| target (performance.md) | measured | met |", "|---|---|---|"]
+    lines = ["| target (spec/contract/performance.md) | measured | met |", "|---|---|---|"]
 
     def ratio(stream: str, other: str) -> float | None:
         a, b = t.get((stream, "fastagg")), t.get((stream, other))

@@ -33,7 +33,7 @@ VERTEX_GLOBAL_HOST = "https://aiplatform.googleapis.com"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 USER_AGENT = "fastagg/0.1.0"
 
-#: HTTP statuses that are worth retrying (turn-loop.md L3).
+#: HTTP statuses that are worth retrying (spec/contract/turn-loop.md L3).
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 # Without a per-request timeout, connecting is bounded and reading is not:

@@ -10,7 +10,7 @@ class FastaggError(Exception):
 
 
 class MalformedStreamError(FastaggError, ValueError):
-    """A payload of the stream could not be used (aggregation.md F8, F10).
+    """A payload of the stream could not be used (spec/contract/aggregation.md F8, F10).
 
     ``kind`` is ``"invalid-json"``, ``"invalid-utf8"`` or ``"event-too-large"``;
     ``offset`` is the byte offset of the event in the stream, ``event_index``
@@ -83,7 +83,7 @@ class ProviderError(FastaggError):
 
 
 class InvalidRequestError(FastaggError, ValueError):
-    """A request would be rejected by the service (turn-loop.md L2); it was not sent.
+    """A request would be rejected by the service (spec/contract/turn-loop.md L2); it was not sent.
 
     ``where`` names the offending place, e.g. ``"contents[3].parts[0]"``.
     """

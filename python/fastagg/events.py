@@ -1,4 +1,4 @@
-"""Events of an agent turn (turn-loop.md L13), as yielded by :func:`fastagg.stream_turn`
+"""Events of an agent turn (spec/contract/turn-loop.md L13), as yielded by :func:`fastagg.stream_turn`
 and passed to ``on_event``.
 
 Name clash: ``fastagg.TextDelta`` is the *aggregator's* delta

@@ -1,4 +1,4 @@
-"""Budgets and the outcome of one agent turn (turn-loop.md L1, L7, L9, L10, L12).
+"""Budgets and the outcome of one agent turn (spec/contract/turn-loop.md L1, L7, L9, L10, L12).
 
 ``TurnLimits`` holds every budget of a turn, ``StopReason`` says why it ended
 and ``TurnResult`` is what :func:`fastagg.run_turn` returns.
@@ -81,7 +81,7 @@ class TurnLimits:
 
 
 class StopReason(str, Enum):
-    """Why a turn ended (turn-loop.md L7 gives the precedence when several apply)."""
+    """Why a turn ended (spec/contract/turn-loop.md L7 gives the precedence when several apply)."""
 
     COMPLETED = "completed"
     STEP_CAP = "step-cap"

@@ -1,4 +1,4 @@
-"""The agent turn loop: :func:`run_turn` and :func:`stream_turn` (turn-loop.md L1-L14).
+"""The agent turn loop: :func:`run_turn` and :func:`stream_turn` (spec/contract/turn-loop.md L1-L14).
 
 One turn is: model request -> aggregated stream -> tools -> next request, until
 the model answers or a budget ends the turn. How it is built:

@@ -39,7 +39,7 @@ _FINISH: dict[str, str] = {
 
 
 def map_finish_reason(raw: str | None) -> str | None:
-    """The unified finish reason of a raw Gemini ``finishReason`` (turn-loop.md L4).
+    """The unified finish reason of a raw Gemini ``finishReason`` (spec/contract/turn-loop.md L4).
 
     ``length``, ``tool-calls``, ``error``, ``content-filter``, or ``stop`` for
     ``STOP``, ``OTHER``, ``FINISH_REASON_UNSPECIFIED``, ``IMAGE_OTHER``,
@@ -51,7 +51,7 @@ def map_finish_reason(raw: str | None) -> str | None:
 
 
 def check_request(request: Mapping[str, Any], *, require_signatures: bool = True) -> None:
-    """Raise :class:`InvalidRequestError` if Gemini would reject ``request`` (turn-loop.md L2).
+    """Raise :class:`InvalidRequestError` if Gemini would reject ``request`` (spec/contract/turn-loop.md L2).
 
     Checks: ``contents`` is a non-empty list of contents with role ``user`` or
     ``model`` and a non-empty ``parts`` list; the last content is a ``user``
