@@ -401,6 +401,10 @@ class _Turn:
             raw = result.finish_reason
             self.raw_finish = raw
             calls = result.function_calls
+            # L32: a call the model did not finish (flushed at close) is never run.
+            unfinished = bool(calls) and bool(result.unfinished_calls)
+            if unfinished:
+                calls = []
             no_finish = not raw and not calls and not self._blocked(result)
             if error is None and result.error is not None:
                 error = _stream_error(result.error)
@@ -428,7 +432,7 @@ class _Turn:
                 self._gather(result.text)
                 await self._run_tools(step, result.content, calls)
                 return None
-            if raw in _MALFORMED:
+            if raw in _MALFORMED or (unfinished and raw):
                 await self._step_end(step, attempt, raw, "malformed")
                 if self.retries["malformed"] < limits.malformed_retries:
                     self.retries["malformed"] += 1
@@ -437,10 +441,11 @@ class _Turn:
                     await self._lifecycle("malformed-retry", step)
                     continue
                 tries = self.retries["malformed"] + 1
-                self.detail = f"the model sent {raw} {_times(tries)}"
+                sent = raw if raw in _MALFORMED else "an unfinished function call"
+                self.detail = f"the model sent {sent} {_times(tries)}"
                 self.error = ProviderError(
                     None,
-                    raw,
+                    raw if raw in _MALFORMED else "UNFINISHED_FUNCTION_CALL",
                     f"{self.detail} in this turn; the retries with a corrective note did not help",
                     True,
                     kind="malformed",
