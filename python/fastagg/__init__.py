@@ -47,6 +47,7 @@ from .limits import StopReason, TurnLimits, TurnResult
 from .loop import run_turn, stream_turn
 from .model import ModelClient
 from .request import check_request, map_finish_reason, strip_signatures
+from .signatures import Origin, SignaturePolicy
 from .tools import Tool, ToolContext, tool
 
 try:
@@ -68,7 +69,9 @@ __all__ = [
     "Lifecycle",
     "MalformedStreamError",
     "ModelClient",
+    "Origin",
     "ProviderError",
+    "SignaturePolicy",
     "SseDecoder",
     "SseEvent",
     "StepEnd",

@@ -136,8 +136,12 @@ class Lifecycle:
     ``context-cap``, ``provider-error`` (the turn ends; emitted once, just
     before ``TurnEnd``), ``tool-timeout`` (``tool_name`` set),
     ``malformed-retry``, ``no-finish-retry``, ``provider-retry``, ``wrapup``.
+    ``signature-strip`` and ``signature-sentinel`` (before the first request,
+    step 0, one per content changed; ``detail`` says what and why, L33).
     ``tool_call_count`` is the number of tool calls answered so far,
-    ``elapsed`` the seconds since the turn started.
+    ``elapsed`` the seconds since the turn started, ``provider`` the backend of
+    the model (``"gemini"`` or ``"vertex"``), ``timestamp`` the wall-clock time
+    (``time.time()``) when it happened.
     """
 
     phase: str
@@ -146,6 +150,9 @@ class Lifecycle:
     tool_name: str | None
     tool_call_count: int
     elapsed: float
+    provider: str | None = None
+    timestamp: float | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import ProviderError
+from .signatures import Origin
 
 __all__ = ["StopReason", "TurnLimits", "TurnResult"]
 
@@ -106,6 +107,10 @@ class TurnResult:
     ``usage`` is summed over every request of the turn; ``usage_by_step`` holds
     each request's own usage (``{}`` when it reported none), in order, failed
     attempts, retries and the final-answer request included (L12).
+    ``signatures`` counts what the signature policy changed in the history
+    (``{"stripped": n, "sentinels": m}``, L33); ``content_origins`` tags each
+    content of ``contents`` with the model that produced it (None: unknown or
+    a user content), to pass as ``history_origin`` of the next turn.
     """
 
     stop_reason: StopReason
@@ -121,3 +126,5 @@ class TurnResult:
     retries: dict[str, int]
     error: ProviderError | None
     usage_by_step: list[dict[str, Any]] = field(default_factory=list)
+    signatures: dict[str, int] = field(default_factory=dict)
+    content_origins: list[Origin | None] = field(default_factory=list)

@@ -23,7 +23,7 @@ import asyncio
 import inspect
 import math
 import random
-import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -50,6 +50,13 @@ from .events import (
 from .limits import StopReason, TurnLimits, TurnResult
 from .model import ModelClient
 from .request import RequestGuard, map_finish_reason
+from .signatures import (
+    Origin,
+    SignaturePolicy,
+    first_unsigned_call,
+    prepare_history,
+    requires_signatures,
+)
 from .tools import Tool, ToolContext
 
 __all__ = ["run_turn", "stream_turn"]
@@ -86,7 +93,6 @@ _CAUSES = {
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
-_PRE_SIGNATURE_MODEL = re.compile(r"^gemini-(1|2)([.-]|$)")
 _EPSILON = 0.0005  # timers may fire this much early
 
 
@@ -100,6 +106,8 @@ async def run_turn(
     system_instruction: str | dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     on_event: Callable[[TurnEvent], Any] | None = None,
+    history_origin: Origin | Sequence[Origin | None] | None = None,
+    signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
 ) -> TurnResult:
     """Run one agentic turn against ``model`` and return how it ended.
 
@@ -112,13 +120,28 @@ async def run_turn(
     sent after the function declarations. ``on_event`` receives every
     :mod:`fastagg.events` event as it happens; when it returns an awaitable, that
     is awaited before the turn goes on; its exceptions propagate.
+    ``history_origin`` says which model and backend produced ``contents`` (one
+    :class:`~fastagg.signatures.Origin`, or one per content, None for unknown);
+    ``signature_policy`` says what to do with signatures the target model
+    cannot accept (:mod:`fastagg.signatures`, L33).
 
     Raises :class:`InvalidRequestError` when a request would be rejected (L2),
     and ``CancelledError`` when the calling task is cancelled (after cleanup).
     Everything else (budgets, abort, provider failures) ends the turn with a
     result whose ``stop_reason`` and ``message`` say what happened.
     """
-    turn = _Turn(model, contents, tools, limits, abort, system_instruction, config, on_event)
+    turn = _Turn(
+        model,
+        contents,
+        tools,
+        limits,
+        abort,
+        system_instruction,
+        config,
+        on_event,
+        origins=history_origin,
+        policy=signature_policy,
+    )
     task = turn.start()
     try:
         await asyncio.wait((task,))
@@ -138,6 +161,8 @@ async def stream_turn(
     system_instruction: str | dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     on_event: Callable[[TurnEvent], Any] | None = None,
+    history_origin: Origin | Sequence[Origin | None] | None = None,
+    signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
 ) -> AsyncIterator[TurnEvent]:
     """Run one turn like :func:`run_turn`, yielding its events as they happen.
 
@@ -157,7 +182,18 @@ async def stream_turn(
                 await result
             queue.put_nowait(event)
 
-    turn = _Turn(model, contents, tools, limits, abort, system_instruction, config, sink)
+    turn = _Turn(
+        model,
+        contents,
+        tools,
+        limits,
+        abort,
+        system_instruction,
+        config,
+        sink,
+        origins=history_origin,
+        policy=signature_policy,
+    )
     task = turn.start()
     task.add_done_callback(lambda _: queue.put_nowait(_DONE))
     try:
@@ -191,6 +227,9 @@ class _Turn:
         system_instruction: str | dict[str, Any] | None,
         config: dict[str, Any] | None,
         sink: Callable[[TurnEvent], Any] | None,
+        *,
+        origins: Origin | Sequence[Origin | None] | None = None,
+        policy: SignaturePolicy | str = SignaturePolicy.AUTO,
     ) -> None:
         self.model = model
         self.limits = limits = limits if limits is not None else TurnLimits()
@@ -198,9 +237,13 @@ class _Turn:
         self.sink = sink
         self.tools = _tool_map(tools)
         self.base = _base_request(list(self.tools.values()), system_instruction, config)
-        self.contents: list[dict[str, Any]] = list(contents)
+        # L33: the history is made acceptable to this model once; later contents are its own.
+        self.target = Origin.of(model)
+        self.contents, self.origins, self.signature_changes = prepare_history(
+            contents, origins, self.target, policy
+        )
         self.request: dict[str, Any] = {"contents": self.contents, **self.base}
-        self.guard = RequestGuard(require_signatures=_requires_signatures(model))
+        self.guard = RequestGuard(require_signatures=requires_signatures(self.target.model))
         self.guard.extend(self.contents)
         self.guard.check_end()
         self.track_context = limits.max_context_tokens is not None
@@ -271,6 +314,8 @@ class _Turn:
                     )
                 if self.abort is not None:
                     self.watcher = loop.create_task(self._watch_abort(self.abort))
+                for change in self.signature_changes:  # L33: never silent
+                    await self._lifecycle(f"signature-{change.action}", 0, detail=change.detail)
                 outcome = await self._drive()
             except asyncio.CancelledError:
                 if self.caller_cancelled or self.cause is None:
@@ -339,7 +384,9 @@ class _Turn:
             if result is not None and inspect.isawaitable(result):
                 await result
 
-    async def _lifecycle(self, phase: str, step: int, tool_name: str | None = None) -> None:
+    async def _lifecycle(
+        self, phase: str, step: int, tool_name: str | None = None, *, detail: str | None = None
+    ) -> None:
         if self.sink is not None:
             await self._emit(
                 Lifecycle(
@@ -349,6 +396,9 @@ class _Turn:
                     tool_name,
                     self.tool_calls,
                     self.loop.time() - self.start_time,
+                    provider=self.target.backend,
+                    timestamp=time.time(),
+                    detail=detail,
                 )
             )
 
@@ -427,26 +477,35 @@ class _Turn:
                 self.error = error
                 self._gather(result.text)
                 return StopReason.PROVIDER_ERROR
+            if raw == "MISSING_THOUGHT_SIGNATURE":  # L35: a history bug; resending cannot help
+                await self._step_end(step, attempt, raw, "error")
+                self._missing_signature(result.finish_message)
+                self._gather(result.text)
+                return StopReason.PROVIDER_ERROR
             if calls:
                 await self._step_end(step, attempt, raw, "tool-calls")
                 self._gather(result.text)
                 await self._run_tools(step, result.content, calls)
                 return None
-            if raw in _MALFORMED or (unfinished and raw):
+            if raw in _MALFORMED or raw == "MALFORMED_RESPONSE" or (unfinished and raw):
                 await self._step_end(step, attempt, raw, "malformed")
                 if self.retries["malformed"] < limits.malformed_retries:
                     self.retries["malformed"] += 1
-                    if not _is_note(self.contents[-1], MALFORMED_NOTE):
+                    # L35: a malformed response is resent as it was, without the call note.
+                    if raw != "MALFORMED_RESPONSE" and not _is_note(
+                        self.contents[-1], MALFORMED_NOTE
+                    ):
                         self._append({"role": "user", "parts": [{"text": MALFORMED_NOTE}]})
                     await self._lifecycle("malformed-retry", step)
                     continue
                 tries = self.retries["malformed"] + 1
-                sent = raw if raw in _MALFORMED else "an unfinished function call"
+                named = raw in _MALFORMED or raw == "MALFORMED_RESPONSE"
+                sent = raw if named else "an unfinished function call"
                 self.detail = f"the model sent {sent} {_times(tries)}"
                 self.error = ProviderError(
                     None,
-                    raw if raw in _MALFORMED else "UNFINISHED_FUNCTION_CALL",
-                    f"{self.detail} in this turn; the retries with a corrective note did not help",
+                    raw if named else "UNFINISHED_FUNCTION_CALL",
+                    f"{self.detail} in this turn; retrying did not help",
                     True,
                     kind="malformed",
                     body={"finishReason": raw, "finishMessage": result.finish_message},
@@ -482,6 +541,32 @@ class _Turn:
                 self._append(result.content)
             self.answer = result.text
             return StopReason.COMPLETED
+
+    def _missing_signature(self, finish_message: str | None) -> None:
+        """The error of a MISSING_THOUGHT_SIGNATURE finish, naming the part (L35)."""
+        where = first_unsigned_call(self.contents)
+        if where is not None:
+            self.detail = f"no thought signature at {where}"
+            message = (
+                f"the model refused the history: {where} has no thoughtSignature; keep the "
+                "signatures the model returned, or declare the history's origin "
+                "(run_turn(history_origin=...)) so the sentinel is put there"
+            )
+        else:
+            self.detail = "a thought signature was refused"
+            message = (
+                "the model reported a missing thought signature although every function call of "
+                "the current turn has one; one may come from another model or backend: declare "
+                "the history's origin (run_turn(history_origin=...))"
+            )
+        self.error = ProviderError(
+            None,
+            "MISSING_THOUGHT_SIGNATURE",
+            message,
+            False,
+            kind="history",
+            body={"finishReason": "MISSING_THOUGHT_SIGNATURE", "finishMessage": finish_message},
+        )
 
     def _blocked(self, result: Any) -> bool:
         feedback = result.prompt_feedback
@@ -893,7 +978,20 @@ class _Turn:
             retries=self.retries,
             error=self.error if stop is StopReason.PROVIDER_ERROR else None,
             usage_by_step=self.usage_by_step,
+            signatures=self._signature_counts(),
+            content_origins=self._content_origins(),
         )
+
+    def _signature_counts(self) -> dict[str, int]:
+        counts = {"stripped": 0, "sentinels": 0}
+        for change in self.signature_changes:
+            counts["stripped" if change.action == "strip" else "sentinels"] += change.count
+        return counts
+
+    def _content_origins(self) -> list[Origin | None]:
+        """The origin of each transcript content: as declared, then this model's (L33)."""
+        added = self.contents[len(self.origins) :]
+        return [*self.origins, *(self.target if c["role"] == "model" else None for c in added)]
 
 
 # -- helpers --------------------------------------------------------------
@@ -972,12 +1070,6 @@ def _tools_off(tool_config: Any) -> dict[str, Any]:
     calling["mode"] = "NONE"
     config["functionCallingConfig"] = calling
     return config
-
-
-def _requires_signatures(model: Any) -> bool:
-    """Gemini 3 and later sign every function-call step; earlier models may not (L2)."""
-    name = str(getattr(model, "model", "") or "").rsplit("/", 1)[-1].lower()
-    return not _PRE_SIGNATURE_MODEL.match(name)
 
 
 def _is_note(content: dict[str, Any], note: str) -> bool:
