@@ -265,6 +265,7 @@ async def _serve(args: argparse.Namespace, steps: list[Any]) -> None:
         repeat=args.repeat,
         validate=not args.no_validate,
         on_request=log,
+        name=str(args.scenario),
     )
     async with server:
         print(f"fake Gemini serving {len(steps)} step(s) at {server.url}", flush=True)
@@ -323,7 +324,7 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
         client = _live_client(args.model or DEFAULT_LIVE_MODEL)
         where = f"live: {client.url}"
     else:
-        server = FakeGemini(demo_scenario(pace=args.pace))
+        server = FakeGemini(demo_scenario(pace=args.pace), name="demo")
         await server.start()
         client = GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="fake")
         where = (
