@@ -264,6 +264,9 @@ class _Turn:
         )
         self.blocked = False
         self.nudged = False
+        # L39: responses by call (id, name, args) this turn, and this step's repeated calls
+        self.answered: dict[tuple[str, str, bytes], dict[str, Any]] = {}
+        self.repeats: dict[int, int | dict[str, Any]] = {}
         self.prompt_tokens: int | None = None
         self.chars_since = 0
         # clocks
@@ -361,6 +364,13 @@ class _Turn:
             return None
         return max(0.0, self.deadline - self.loop.time())
 
+    def _call_timeout(self, left: float | None) -> float | None:
+        """The timeout of one model call: ``request_timeout`` within the time left (L36)."""
+        cap = self.limits.request_timeout
+        if cap is None:
+            return left
+        return cap if left is None else min(cap, left)
+
     def _holding(self) -> list[StopReason]:
         """The interrupting causes that hold right now (L1, L7)."""
         found = []
@@ -436,6 +446,7 @@ class _Turn:
         provider_left = limits.provider_retries
         no_finish_left = limits.no_finish_retries
         attempt = 0
+        retry: str | None = None  # the kind of retry the next attempt is
         stream_error: dict[str, Any] | None = None
         while True:
             attempt += 1
@@ -443,10 +454,13 @@ class _Turn:
                 stop = self._checkpoint()
                 if stop is not None:
                     return stop
+            if retry is not None:  # L37: counted once it is really sent
+                self.retries[retry] += 1
+                retry = None
             self.guard.extend(self.contents)
             self.guard.check_end()
             result, error, visible = await self._request(
-                step, attempt, self.request, self._remaining()
+                step, attempt, self.request, self._call_timeout(self._remaining())
             )
             raw = result.finish_reason
             self.raw_finish = raw
@@ -468,7 +482,7 @@ class _Turn:
                     delay = self._retry_delay(error, limits.provider_retries - provider_left)
                     if delay is not None:
                         provider_left -= 1
-                        self.retries["provider"] += 1
+                        retry = "provider"
                         await self._step_end(step, attempt, raw, "error")
                         await self._lifecycle("provider-retry", step)
                         await self._backoff(delay)
@@ -490,7 +504,7 @@ class _Turn:
             if raw in _MALFORMED or raw == "MALFORMED_RESPONSE" or (unfinished and raw):
                 await self._step_end(step, attempt, raw, "malformed")
                 if self.retries["malformed"] < limits.malformed_retries:
-                    self.retries["malformed"] += 1
+                    retry = "malformed"
                     # L35: a malformed response is resent as it was, without the call note.
                     if raw != "MALFORMED_RESPONSE" and not _is_note(
                         self.contents[-1], MALFORMED_NOTE
@@ -515,7 +529,7 @@ class _Turn:
                 await self._step_end(step, attempt, raw, "no-finish")
                 if no_finish_left > 0:
                     no_finish_left -= 1
-                    self.retries["no-finish"] += 1
+                    retry = "no-finish"
                     await self._lifecycle("no-finish-retry", step)
                     continue
                 why = (
@@ -723,10 +737,12 @@ class _Turn:
                 await self._emit(
                     ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
                 )
+        await self._find_repeats(step, calls)
         self.last_progress = started = self.loop.time()
         tasks = [
             self.loop.create_task(self._call_tool(step, i, call, responses))
             for i, call in enumerate(calls)
+            if i not in self.repeats
         ]
         try:
             if len(tasks) == 1:
@@ -756,6 +772,18 @@ class _Turn:
         parts: list[dict[str, Any]] = []
         for i, call in enumerate(calls):
             response = responses[i]
+            if response is None and i in self.repeats:  # L39: answered like the first one
+                source = self.repeats[i]
+                response = responses[source] if isinstance(source, int) else source
+                responses[i] = response
+                if response is not None and self.sink is not None:
+                    status = "error" if "error" in response else "ok"
+                    await self._emit(
+                        ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
+                    )
+            key = _call_key(call)
+            if key is not None and response is not None and response != {"error": "aborted"}:
+                self.answered.setdefault(key, response)
             if response is None:
                 response = {"error": "aborted"}
                 if self.sink is not None:
@@ -782,11 +810,45 @@ class _Turn:
             and not self.nudged
             and remaining is not None
             and remaining < self.limits.wrapup_lead
+            and self.limits.turn_budget_set  # L38: not for the defensive default
         ):
             self.nudged = True
             parts.append({"text": WRAPUP_NOTE.format(remaining=_fmt_duration(remaining))})
             await self._lifecycle("wrapup", step)
         self._append({"role": "user", "parts": parts})
+
+    async def _find_repeats(self, step: int, calls: list[dict[str, Any]]) -> None:
+        """L39: a call repeating an id of this turn with the same name and args runs once."""
+        self.repeats = {}
+        first: dict[str, tuple[int, tuple[str, str, bytes]]] = {}
+        for i, call in enumerate(calls):
+            key = _call_key(call)
+            if key is None:
+                continue
+            earlier = first.get(key[0])
+            if earlier is None:
+                first[key[0]] = (i, key)
+            prior = self.answered.get(key)
+            if earlier is not None and earlier[1] == key:
+                self.repeats[i] = earlier[0]
+                where = f"call {earlier[0]} of this step"
+            elif earlier is None and prior is not None:
+                self.repeats[i] = prior
+                where = "a call of an earlier step"
+            elif earlier is not None or any(k[0] == key[0] for k in self.answered):
+                detail = (
+                    f"L39: call {i} reuses the id {key[0]!r} of another call of this turn with "
+                    "a different name or arguments; both were run"
+                )
+                await self._lifecycle("duplicate-call-id", step, call["name"], detail=detail)
+                continue
+            else:
+                continue
+            detail = (
+                f"L39: call {i} repeats the id {key[0]!r} of {where} with the same name and "
+                "arguments; the tool ran once and each part gets its response"
+            )
+            await self._lifecycle("duplicate-call-id", step, call["name"], detail=detail)
 
     async def _call_tool(
         self, step: int, i: int, call: dict[str, Any], responses: list[dict[str, Any] | None]
@@ -880,7 +942,9 @@ class _Turn:
         self.handles["synth"] = self.loop.call_later(window, self._interrupt, "synth-timeout")
         step = limits.max_steps + 1
         try:
-            result, error, _ = await self._request(step, 1, request, window, "final-answer")
+            result, error, _ = await self._request(
+                step, 1, request, self._call_timeout(window), "final-answer"
+            )
         except asyncio.CancelledError:
             if self.cause != "synth-timeout" or self.caller_cancelled:
                 raise
@@ -1070,6 +1134,15 @@ def _tools_off(tool_config: Any) -> dict[str, Any]:
     calling["mode"] = "NONE"
     config["functionCallingConfig"] = calling
     return config
+
+
+def _call_key(call: Mapping[str, Any]) -> tuple[str, str, bytes] | None:
+    """What makes two calls the same call (L39): id, name and arguments; None without an id."""
+    call_id = call.get("id")
+    if not isinstance(call_id, str):
+        return None
+    args = orjson.dumps(call.get("args") or {}, option=orjson.OPT_SORT_KEYS)
+    return call_id, str(call.get("name")), args
 
 
 def _is_note(content: dict[str, Any], note: str) -> bool:
