@@ -657,7 +657,7 @@ def test_signature_helper_gives_valid_standard_base64_with_url_unsafe_characters
 
 def test_demo_scenario_has_parallel_calls_a_fault_a_streamed_call_and_a_signed_answer() -> None:
     steps = demo_scenario()
-    assert len(steps) == 4
+    assert len(steps) == 5
     first_parts = [c["candidates"][0]["content"]["parts"][0] for c in steps[0].chunks]
     assert [p.get("functionCall", {}).get("name") for p in first_parts] == [
         None,
@@ -668,8 +668,14 @@ def test_demo_scenario_has_parallel_calls_a_fault_a_streamed_call_and_a_signed_a
     assert "thoughtSignature" in first_parts[2] and "thoughtSignature" not in first_parts[3]
     assert steps[1].chunks[-1] == error_chunk()
     assert all("finishReason" not in c.get("candidates", [{}])[0] for c in steps[1].chunks)
-    assert any("partialArgs" in str(c) for c in steps[2].chunks)
-    last = steps[3].chunks[-1]["candidates"][0]
+    # L32: a streamed call cut off (no end marker, no finish reason), then streamed whole
+    cut = [c["candidates"][0] for c in steps[2].chunks]
+    assert any("partialArgs" in str(c) for c in cut)
+    assert cut[-1]["content"]["parts"][0]["functionCall"]["willContinue"] is True
+    assert all("finishReason" not in c for c in cut)
+    end_marker = {"parts": [{"functionCall": {}}], "role": "model"}
+    assert end_marker in [c["candidates"][0].get("content") for c in steps[3].chunks]
+    last = steps[4].chunks[-1]["candidates"][0]
     assert last["finishReason"] == "STOP"
     assert last["content"]["parts"] == [{"text": "", "thoughtSignature": signature("demo step 4")}]
 

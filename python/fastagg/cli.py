@@ -313,10 +313,11 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
     from .events import TurnEnd
     from .limits import StopReason, TurnLimits
     from .loop import stream_turn
-    from .testing import DEMO_PROMPT, FakeGemini, demo_scenario, demo_tools
+    from .testing import DEMO_PROMPT, FakeGemini, demo_history, demo_scenario, demo_tools
 
     prompt = args.prompt or DEMO_PROMPT
     contents = [{"role": "user", "parts": [{"text": prompt}]}]
+    origins: list[Any] | None = None
     config = {"generationConfig": {"thinkingConfig": {"includeThoughts": True}}}
     limits = TurnLimits(max_steps=10, turn_timeout=180.0, stall_timeout=60.0)
     server = None
@@ -327,9 +328,11 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
         server = FakeGemini(demo_scenario(pace=args.pace), name="demo")
         await server.start()
         client = GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="fake")
+        # An earlier exchange with Gemini 2.5: its signature must not reach Gemini 3.
+        contents, origins = demo_history(prompt)
         where = (
-            f"fake Gemini at {server.url} (scripted: thoughts, parallel calls, an in-stream "
-            "500, a streamed-argument call)"
+            f"fake Gemini at {server.url} (scripted: history from Gemini 2.5, thoughts, "
+            "parallel calls, an in-stream 500, a streamed-argument call cut off, then whole)"
         )
     out.header(prompt, where)
     started = time.monotonic()
@@ -337,7 +340,12 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
     try:
         async with client:
             async for event in stream_turn(
-                client, contents, tools=demo_tools(), limits=limits, config=config
+                client,
+                contents,
+                tools=demo_tools(),
+                limits=limits,
+                config=config,
+                history_origin=origins,
             ):
                 out.event(event, time.monotonic() - started)
                 if isinstance(event, TurnEnd):
@@ -445,6 +453,8 @@ class _Printer:
                     f"{event.tool_call_count} tool calls, {event.elapsed:.1f}s",
                 )
             )
+            if event.detail:
+                self.line(self._c("33", f"   {event.detail}"))
         elif isinstance(event, ev.TurnEnd):
             self.summary(event.result)
 
@@ -461,6 +471,12 @@ class _Printer:
         self.line(f"  tool calls  : {result.tool_call_count}")
         retries = ", ".join(f"{k} {v}" for k, v in sorted(result.retries.items()) if v) or "none"
         self.line(f"  retries     : {retries}")
+        signatures = result.signatures or {}
+        if any(signatures.values()):
+            self.line(
+                f"  signatures  : {signatures.get('stripped', 0)} stripped, "
+                f"{signatures.get('sentinels', 0)} sentinels (history from another model)"
+            )
         self.line(
             "  usage       : "
             + ", ".join(

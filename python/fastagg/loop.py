@@ -467,8 +467,12 @@ class _Turn:
             calls = result.function_calls
             # L32: a call the model did not finish (flushed at close) is never run.
             unfinished = bool(calls) and bool(result.unfinished_calls)
+            cut = None
             if unfinished:
                 calls = []
+                k = result.unfinished_calls[0]
+                name = result.parts[k]["functionCall"].get("name")
+                cut = f"L32: the stream ended inside the call {name!r} (part {k}); it was not run"
             no_finish = not raw and not calls and not self._blocked(result)
             if error is None and result.error is not None:
                 error = _stream_error(result.error)
@@ -510,7 +514,7 @@ class _Turn:
                         self.contents[-1], MALFORMED_NOTE
                     ):
                         self._append({"role": "user", "parts": [{"text": MALFORMED_NOTE}]})
-                    await self._lifecycle("malformed-retry", step)
+                    await self._lifecycle("malformed-retry", step, detail=cut)
                     continue
                 tries = self.retries["malformed"] + 1
                 named = raw in _MALFORMED or raw == "MALFORMED_RESPONSE"
@@ -530,7 +534,7 @@ class _Turn:
                 if no_finish_left > 0:
                     no_finish_left -= 1
                     retry = "no-finish"
-                    await self._lifecycle("no-finish-retry", step)
+                    await self._lifecycle("no-finish-retry", step, detail=cut)
                     continue
                 why = (
                     ""
