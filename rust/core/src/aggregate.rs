@@ -1515,6 +1515,42 @@ mod tests {
     }
 
     #[test]
+    fn c13_only_a_call_flushed_at_close_is_unfinished() {
+        let (res, deltas) = run(&[
+            parts_event(json!([{"functionCall": {"name": "a", "willContinue": true}}])),
+            parts_event(json!([{"functionCall": {}}])),
+            parts_event(json!([{"functionCall": {"name": "b", "willContinue": true}}])),
+        ]);
+        assert_eq!(
+            res.first().map(|c| c.unfinished_calls.clone()),
+            Some(vec![1])
+        );
+        let ended: Vec<usize> = deltas
+            .iter()
+            .filter_map(|d| match d {
+                Delta::CallEnd { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended, vec![0]);
+    }
+
+    #[test]
+    fn e10_changed_response_id_is_warned_about() {
+        let (res, _) = run(&[
+            json!({"responseId": "r1"}),
+            json!({"responseId": "r1"}),
+            json!({"responseId": "r2"}),
+        ]);
+        assert_eq!(
+            res.warnings,
+            vec![
+                r#"E10: event 2: responseId changed from "r1" to "r2"; the body holds more than one response and they were aggregated as one model turn"#
+            ]
+        );
+    }
+
+    #[test]
     fn c12_nameless_call_left_out_with_warning() {
         let (res, _) = run(&[parts_event(
             json!([{"functionCall": {"id": "z", "partialArgs": [{"jsonPath": "$.v", "numberValue": 1.5e20}], "willContinue": true}}]),
