@@ -264,8 +264,9 @@ class _Turn:
         )
         self.blocked = False
         self.nudged = False
-        # L39: responses by call (id, name, args) this turn, and this step's repeated calls
-        self.answered: dict[tuple[str, str, bytes], dict[str, Any]] = {}
+        # L39: the first answered call of each id this turn (name, args, response), and
+        # this step's repeated calls (index of the first one, or an earlier step's response)
+        self.answered: dict[str, tuple[str, Any, dict[str, Any]]] = {}
         self.repeats: dict[int, int | dict[str, Any]] = {}
         self.prompt_tokens: int | None = None
         self.chars_since = 0
@@ -785,9 +786,13 @@ class _Turn:
                     await self._emit(
                         ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
                     )
-            key = _call_key(call)
-            if key is not None and response is not None and response != {"error": "aborted"}:
-                self.answered.setdefault(key, response)
+            call_id = call.get("id")
+            if (
+                isinstance(call_id, str)
+                and response is not None
+                and response != {"error": "aborted"}
+            ):
+                self.answered.setdefault(call_id, (call["name"], call.get("args") or {}, response))
             if response is None:
                 response = {"error": "aborted"}
                 if self.sink is not None:
@@ -824,34 +829,32 @@ class _Turn:
     async def _find_repeats(self, step: int, calls: list[dict[str, Any]]) -> None:
         """L39: a call repeating an id of this turn with the same name and args runs once."""
         self.repeats = {}
-        first: dict[str, tuple[int, tuple[str, str, bytes]]] = {}
+        first: dict[str, int] = {}
         for i, call in enumerate(calls):
-            key = _call_key(call)
-            if key is None:
+            call_id = call.get("id")
+            if not isinstance(call_id, str):
                 continue
-            earlier = first.get(key[0])
-            if earlier is None:
-                first[key[0]] = (i, key)
-            prior = self.answered.get(key)
-            if earlier is not None and earlier[1] == key:
-                self.repeats[i] = earlier[0]
-                where = f"call {earlier[0]} of this step"
-            elif earlier is None and prior is not None:
-                self.repeats[i] = prior
+            j = first.setdefault(call_id, i)
+            source: int | dict[str, Any]
+            if j != i:
+                name, args, source = calls[j]["name"], calls[j].get("args") or {}, j
+                where = f"call {j} of this step"
+            elif call_id in self.answered:
+                name, args, source = self.answered[call_id]
                 where = "a call of an earlier step"
-            elif earlier is not None or any(k[0] == key[0] for k in self.answered):
-                detail = (
-                    f"L39: call {i} reuses the id {key[0]!r} of another call of this turn with "
-                    "a different name or arguments; both were run"
-                )
-                await self._lifecycle("duplicate-call-id", step, call["name"], detail=detail)
-                continue
             else:
                 continue
-            detail = (
-                f"L39: call {i} repeats the id {key[0]!r} of {where} with the same name and "
-                "arguments; the tool ran once and each part gets its response"
-            )
+            if name == call["name"] and args == (call.get("args") or {}):
+                self.repeats[i] = source
+                detail = (
+                    f"L39: call {i} repeats the id {call_id!r} of {where} with the same name and "
+                    "arguments; the tool ran once and each part gets its response"
+                )
+            else:
+                detail = (
+                    f"L39: call {i} reuses the id {call_id!r} of another call of this turn with "
+                    "a different name or arguments; both were run"
+                )
             await self._lifecycle("duplicate-call-id", step, call["name"], detail=detail)
 
     async def _call_tool(
@@ -1138,15 +1141,6 @@ def _tools_off(tool_config: Any) -> dict[str, Any]:
     calling["mode"] = "NONE"
     config["functionCallingConfig"] = calling
     return config
-
-
-def _call_key(call: Mapping[str, Any]) -> tuple[str, str, bytes] | None:
-    """What makes two calls the same call (L39): id, name and arguments; None without an id."""
-    call_id = call.get("id")
-    if not isinstance(call_id, str):
-        return None
-    args = orjson.dumps(call.get("args") or {}, option=orjson.OPT_SORT_KEYS)
-    return call_id, str(call.get("name")), args
 
 
 def _is_note(content: dict[str, Any], note: str) -> bool:
