@@ -14,7 +14,7 @@ from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import WRAPUP_NOTE
 from fastagg.testing import FakeGemini, Step
-from fastagg.testing.chunks import call, chunk, signature
+from fastagg.testing.chunks import call, chunk, signature, text
 from scripted_model import USER, Reply, ScriptedModel, answer, turn
 
 ran: list[dict[str, Any]] = []
@@ -202,4 +202,27 @@ async def test_l39_same_id_with_other_arguments_runs_both_and_warns() -> None:
     assert warning.detail == (
         "L39: call 1 reuses the id 'x' of another call of this turn with a different name or "
         "arguments; both were run"
+    )
+
+
+# -- L40 a body that switches responseId ------------------------------------------------------
+
+
+async def test_l40_a_spliced_body_is_reported_not_silently_merged() -> None:
+    model = ScriptedModel(
+        Reply(
+            [
+                chunk(text("Part one. "), response_id="r1"),
+                chunk(text("Part two."), finish_reason="STOP", response_id="r2"),
+            ]
+        )
+    )
+    seen: list[Any] = []
+    result = await turn(model, on_event=seen.append)
+    assert result.stop_reason == StopReason.COMPLETED
+    (event,) = [e for e in seen if isinstance(e, events.Lifecycle)]
+    assert (event.phase, event.step) == ("response-id-changed", 1)
+    assert event.detail == (
+        'E10: event 1: responseId changed from "r1" to "r2"; the body holds more than one '
+        "response and they were aggregated as one model turn"
     )

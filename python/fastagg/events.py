@@ -138,7 +138,8 @@ class Lifecycle:
     ``malformed-retry``, ``no-finish-retry``, ``provider-retry``, ``wrapup``.
     ``signature-strip`` and ``signature-sentinel`` (before the first request,
     step 0, one per content changed; ``detail`` says what and why, L33),
-    ``duplicate-call-id`` (``tool_name`` and ``detail`` set, L39).
+    ``duplicate-call-id`` (``tool_name`` and ``detail`` set, L39),
+    ``response-id-changed`` (one body held two responses; ``detail``, L40).
     ``tool_call_count`` is the number of tool calls answered so far,
     ``elapsed`` the seconds since the turn started, ``provider`` the backend of
     the model (``"gemini"`` or ``"vertex"``), ``timestamp`` the wall-clock time

@@ -465,6 +465,9 @@ class _Turn:
             )
             raw = result.finish_reason
             self.raw_finish = raw
+            for warning in result.warnings:  # L40: two responses in one body, said out loud
+                if warning.startswith("E10:"):
+                    await self._lifecycle("response-id-changed", step, detail=warning)
             calls = result.function_calls
             # L32: a call the model did not finish (flushed at close) is never run.
             unfinished = bool(calls) and bool(result.unfinished_calls)
