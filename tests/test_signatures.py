@@ -156,3 +156,8 @@ def test_l33_history_origin_must_match_the_contents() -> None:
         prepare_history([Q], ["gemini-2.5-flash"], G3)  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"Origin.backend must be 'gemini' or 'vertex'"):
         Origin("gemini-3-flash-preview", "aistudio")
+
+
+def test_l33_a_content_that_is_not_an_object_is_left_to_the_request_guard() -> None:
+    out, _, changes = prepare_history([Q, "oops", Q], [None, G25, None], G3)  # type: ignore[list-item]
+    assert out == [Q, "oops", Q] and changes == []

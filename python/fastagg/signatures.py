@@ -161,7 +161,7 @@ def prepare_history(
     foreign: list[int] = []  # input index of each foreign content kept in out, else -1
     changes: list[SignatureChange] = []
     for i, (content, origin) in enumerate(zip(contents, tags, strict=True)):
-        if origin is None or content.get("role") != "model" or target.accepts(origin):
+        if origin is None or not _is_model(content) or target.accepts(origin):
             out.append(content)
             out_tags.append(origin)
             foreign.append(-1)
