@@ -1369,7 +1369,7 @@ def test_c4_type_conflicts_skipped_with_warning(impl: ModuleType) -> None:
         ("$['\\udc00']", "unsupported jsonPath syntax"),
         ("$.a[6]", "array index above max_array_index (5)"),
         ("$.a[99999999999999999999999]", "array index above max_array_index (5)"),
-        ("$" + ".a" * 101, "jsonPath deeper than 100 segments"),
+        ("$" + ".a" * 1025, "jsonPath deeper than 1024 segments"),
     ],
 )
 def test_c5_unsupported_path_skipped_with_warning(impl: ModuleType, path: str, reason: str) -> None:

@@ -298,6 +298,12 @@ def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
     assert "model: Paris is the better pick: 24 °C and sunny" in out
     assert "stop reason : completed" in out
     assert "tool calls  : 3" in out
+    # L33: the Gemini 2.5 history lost its signature; L32: the cut-off call never ran
+    assert "!  signature-strip at step 0/10" in out
+    assert "   removed 1 thought signature from contents[1]: issued by gemini-2.5-flash" in out
+    assert "   L32: the stream ended inside the call 'save_note' (part 1); it was not run" in out
+    assert out.count("→ save_note(") == 1
+    assert "signatures  : 1 stripped, 0 sentinels" in out
 
 
 def test_k3_demo_shows_the_in_stream_error_it_injects() -> None:

@@ -171,6 +171,8 @@ def payload(draw: st.DrawFn) -> Any:
                 "totalTokenCount": draw(st.integers(5, 99)),
             }
             payload["modelVersion"] = "gemini-3-flash-preview"
+        if draw(st.integers(0, 4)) == 0:  # E10: a second response spliced in
+            payload["responseId"] = draw(st.sampled_from(["r1", "r2", 7, None]))
     return payload
 
 

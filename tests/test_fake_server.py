@@ -193,18 +193,32 @@ async def test_requests_are_recorded_in_order_including_refused_ones() -> None:
         assert [(r.status, r.step) for r in server.records] == [(400, None), (200, 0)]
 
 
-async def test_exhausted_script_answers_500_saying_so() -> None:
-    async with FakeGemini([TWO_CHUNKS]) as server:
+async def test_s1_exhausted_script_answers_a_non_retryable_400_naming_the_script() -> None:
+    async with FakeGemini([TWO_CHUNKS], name="weather.json") as server:
         await post(server, body(USER))
         response = await post(server, body(USER))
-    assert response.status_code == 500
+    assert response.status_code == 400
     assert response.json() == {
         "error": {
-            "code": 500,
-            "status": "INTERNAL",
-            "message": "FakeGemini: the script is exhausted: request 2 arrived but the script has 1 steps",
+            "code": 400,
+            "status": "FAILED_PRECONDITION",
+            "message": "FakeGemini: the script 'weather.json' is exhausted: request 2 arrived but "
+            "it has 1 steps (add steps, or pass repeat=True)",
         }
     }
+
+
+def test_s1_script_name_defaults_to_the_file_or_responder_name(tmp_path: Any) -> None:
+    path = tmp_path / "turn.json"
+    path.write_text("[[]]")
+
+    def answer(body: dict[str, Any], index: int) -> list[dict[str, Any]]:
+        return []
+
+    assert FakeGemini(path).name == "turn.json"
+    assert FakeGemini(answer).name == "answer"
+    assert FakeGemini().name == "demo"
+    assert FakeGemini([[]]).name == "script"
 
 
 async def test_repeat_starts_the_script_over() -> None:
@@ -334,25 +348,61 @@ def test_interleaved_calls_and_responses_are_refused() -> None:
     assert rejection.message == missing_signature_message("w", 4)
 
 
-def test_function_responses_out_of_order_are_refused() -> None:
+def test_s5_function_responses_out_of_order_are_a_warning_not_a_400() -> None:
     step = model(call("w", {}, id="1", signature=SIG), call("w", {}, id="2"))
-    rejection = validate_request(body(USER, step, responses(("2", "w"), ("1", "w"))))
-    assert rejection is not None
-    assert rejection.message == (
-        "Function response 1 has id '2' but function call 1 (contents[1].parts[0]) has id '1'. "
-        "Please ensure that function responses follow the order of the function calls."
+    warnings: list[str] = []
+    rejection = validate_request(
+        body(USER, step, responses(("2", "w"), ("1", "w"))), warnings=warnings
     )
-    assert rejection.where == "contents[2].parts[0].functionResponse"
+    assert rejection is None
+    assert warnings == [
+        "contents[2].parts[0].functionResponse: function response 1 has id '2' but function call "
+        "1 (contents[1].parts[0]) has id '1'; served anyway, as the service is not known to "
+        "refuse it",
+        "contents[2].parts[1].functionResponse: function response 2 has id '1' but function call "
+        "2 (contents[1].parts[1]) has id '2'; served anyway, as the service is not known to "
+        "refuse it",
+    ]
 
 
-def test_function_response_name_must_match_its_call_when_there_are_no_ids() -> None:
+def test_s5_function_response_name_differing_from_its_call_is_a_warning() -> None:
     step = model(call("get_weather", {}, signature=SIG))
-    rejection = validate_request(body(USER, step, responses((None, "get_time"))))
+    warnings: list[str] = []
+    assert (
+        validate_request(body(USER, step, responses((None, "get_time"))), warnings=warnings) is None
+    )
+    assert warnings == [
+        "contents[2].parts[0].functionResponse: function response 1 has name 'get_time' but "
+        "function call 1 (contents[1].parts[0]) has name 'get_weather'; served anyway, as the "
+        "service is not known to refuse it"
+    ]
+
+
+def test_s5_function_response_without_the_calls_id_is_accepted() -> None:
+    step = model(call("w", {}, id="fc_1", signature=SIG))
+    warnings: list[str] = []
+    assert validate_request(body(USER, step, responses((None, "w"))), warnings=warnings) is None
+    assert warnings == []
+
+
+@pytest.mark.parametrize("name", ["gemini-2.5-flash", "gemini-2.0-flash", "gemini-1.5-pro"])
+def test_s5_gemini_1_and_2_requests_need_no_signatures(name: str) -> None:
+    unsigned = body(USER, model(call("w", {}, id="1")), responses(("1", "w")))
+    assert validate_request(unsigned, model=name) is None
+    rejection = validate_request(unsigned, model="gemini-3-flash-preview")
     assert rejection is not None
-    assert rejection.message == (
-        "Function response 1 has name 'get_time' but function call 1 (contents[1].parts[0]) has "
-        "name 'get_weather'. Please ensure that function responses follow the order of the "
-        "function calls."
+    assert rejection.message == missing_signature_message("w", 2)
+
+
+async def test_s5_warnings_are_in_the_request_log() -> None:
+    step = model(call("w", {}, id="1", signature=SIG))
+    async with FakeGemini([TWO_CHUNKS], check_signatures=False) as server:
+        response = await post(server, body(USER, step, responses(("9", "w"))))
+    assert response.status_code == 200
+    assert server.records[0].warnings == (
+        "contents[2].parts[0].functionResponse: function response 1 has id '9' but function call "
+        "1 (contents[1].parts[0]) has id '1'; served anyway, as the service is not known to "
+        "refuse it",
     )
 
 
@@ -607,7 +657,7 @@ def test_signature_helper_gives_valid_standard_base64_with_url_unsafe_characters
 
 def test_demo_scenario_has_parallel_calls_a_fault_a_streamed_call_and_a_signed_answer() -> None:
     steps = demo_scenario()
-    assert len(steps) == 4
+    assert len(steps) == 5
     first_parts = [c["candidates"][0]["content"]["parts"][0] for c in steps[0].chunks]
     assert [p.get("functionCall", {}).get("name") for p in first_parts] == [
         None,
@@ -618,8 +668,14 @@ def test_demo_scenario_has_parallel_calls_a_fault_a_streamed_call_and_a_signed_a
     assert "thoughtSignature" in first_parts[2] and "thoughtSignature" not in first_parts[3]
     assert steps[1].chunks[-1] == error_chunk()
     assert all("finishReason" not in c.get("candidates", [{}])[0] for c in steps[1].chunks)
-    assert any("partialArgs" in str(c) for c in steps[2].chunks)
-    last = steps[3].chunks[-1]["candidates"][0]
+    # L32: a streamed call cut off (no end marker, no finish reason), then streamed whole
+    cut = [c["candidates"][0] for c in steps[2].chunks]
+    assert any("partialArgs" in str(c) for c in cut)
+    assert cut[-1]["content"]["parts"][0]["functionCall"]["willContinue"] is True
+    assert all("finishReason" not in c for c in cut)
+    end_marker = {"parts": [{"functionCall": {}}], "role": "model"}
+    assert end_marker in [c["candidates"][0].get("content") for c in steps[3].chunks]
+    last = steps[4].chunks[-1]["candidates"][0]
     assert last["finishReason"] == "STOP"
     assert last["content"]["parts"] == [{"text": "", "thoughtSignature": signature("demo step 4")}]
 

@@ -66,7 +66,7 @@ async def test_async_client_yields_the_chunks_we_serve() -> None:
 
 
 async def test_sync_client_yields_the_chunks_we_serve() -> None:
-    answer = demo_scenario()[3]
+    answer = demo_scenario()[4]
     async with FakeGemini([answer]) as server:
         client = gemini_client(server)
 

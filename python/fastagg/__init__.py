@@ -48,6 +48,7 @@ from .limits import StopReason, TurnLimits, TurnResult
 from .loop import run_turn, stream_turn
 from .model import ModelClient
 from .request import check_request, map_finish_reason, strip_signatures
+from .signatures import Origin, SignaturePolicy
 from .tools import Tool, ToolContext, tool
 
 Delta = Union[TextDelta, CallStart, ArgDelta, CallEnd, Finish, StreamError]  # noqa: UP007
@@ -77,7 +78,9 @@ __all__ = [
     "Lifecycle",
     "MalformedStreamError",
     "ModelClient",
+    "Origin",
     "ProviderError",
+    "SignaturePolicy",
     "SseDecoder",
     "SseEvent",
     "StepEnd",

@@ -107,6 +107,9 @@ class Candidate:
     def function_calls(self) -> list[dict[str, Any]]:
         """``[{"id", "name", "args"}]`` of this candidate, in part order."""
     @property
+    def unfinished_calls(self) -> list[int]:
+        """Part indices of the streamed calls the model did not finish (C13)."""
+    @property
     def finish_reason(self) -> str | None:
         """Raw finish reason of this candidate, or None."""
     @property
@@ -135,6 +138,10 @@ class AggregatedResponse:
     @property
     def function_calls(self) -> list[dict[str, Any]]:
         """``[{"id", "name", "args"}]`` of candidate 0, in part order."""
+    @property
+    def unfinished_calls(self) -> list[int]:
+        """Part indices (into ``parts``) of candidate 0's streamed calls that the model did not
+        finish: still open (``snapshot()``) or flushed by ``close()`` (C13)."""
     @property
     def finish_reason(self) -> str | None:
         """Raw finish reason of candidate 0 (e.g. ``"STOP"``), or None."""

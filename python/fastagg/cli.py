@@ -364,6 +364,7 @@ async def _serve(args: argparse.Namespace, steps: list[Any]) -> None:
         repeat=args.repeat,
         validate=not args.no_validate,
         on_request=log,
+        name=str(args.scenario),
     )
     async with server:
         print(f"fake Gemini serving {len(steps)} step(s) at {server.url}", flush=True)
@@ -419,10 +420,11 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
     from .events import TurnEnd
     from .limits import StopReason, TurnLimits
     from .loop import stream_turn
-    from .testing import DEMO_PROMPT, FakeGemini, demo_scenario, demo_tools
+    from .testing import DEMO_PROMPT, FakeGemini, demo_history, demo_scenario, demo_tools
 
     prompt = args.prompt or DEMO_PROMPT
     contents = [{"role": "user", "parts": [{"text": prompt}]}]
+    origins: list[Any] | None = None
     config = {"generationConfig": {"thinkingConfig": {"includeThoughts": True}}}
     limits = TurnLimits(max_steps=10, turn_timeout=180.0, stall_timeout=60.0)
     server = None
@@ -430,12 +432,14 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
         client = _live_client(args.model or DEFAULT_LIVE_MODEL)
         where = f"live: {client.url}"
     else:
-        server = FakeGemini(demo_scenario(pace=args.pace))
+        server = FakeGemini(demo_scenario(pace=args.pace), name="demo")
         await server.start()
         client = GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="fake")
+        # An earlier exchange with Gemini 2.5: its signature must not reach Gemini 3.
+        contents, origins = demo_history(prompt)
         where = (
-            f"fake Gemini at {server.url} (scripted: thoughts, parallel calls, an in-stream "
-            "500, a streamed-argument call)"
+            f"fake Gemini at {server.url} (scripted: history from Gemini 2.5, thoughts, "
+            "parallel calls, an in-stream 500, a streamed-argument call cut off, then whole)"
         )
     out.header(prompt, where)
     started = time.monotonic()
@@ -445,7 +449,13 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
     try:
         async with client:
             async for event in stream_turn(
-                client, contents, tools=demo_tools(), limits=limits, config=config, abort=abort
+                client,
+                contents,
+                tools=demo_tools(),
+                limits=limits,
+                config=config,
+                history_origin=origins,
+                abort=abort,
             ):
                 out.event(event, time.monotonic() - started)
                 if isinstance(event, TurnEnd):
@@ -594,6 +604,12 @@ class _Printer:
         self.line(f"  tool calls  : {result.tool_call_count}")
         retries = ", ".join(f"{k} {v}" for k, v in sorted(result.retries.items()) if v) or "none"
         self.line(f"  retries     : {retries}")
+        signatures = result.signatures or {}
+        if any(signatures.values()):
+            self.line(
+                f"  signatures  : {signatures.get('stripped', 0)} stripped, "
+                f"{signatures.get('sentinels', 0)} sentinels (history from another model)"
+            )
         self.line(
             "  usage       : "
             + ", ".join(

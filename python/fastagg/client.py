@@ -223,7 +223,8 @@ class GeminiClient:
         """POST ``request`` and yield an iterator over the raw body chunks.
 
         ``timeout`` (seconds) bounds connecting and each wait for bytes; the
-        turn loop passes the time it has left. Raises :class:`ProviderError`
+        turn loop passes the time it has left. It only ever shortens the
+        timeouts of the ``httpx.AsyncClient`` (a caller's smaller one is kept, L36). Raises :class:`ProviderError`
         for a non-200 answer (``kind="http"``), for transport failures before or
         during the body (``kind="connection"``) and for timeouts
         (``kind="timeout"``). The response is closed when the block exits, however
@@ -231,7 +232,7 @@ class GeminiClient:
         """
         body = orjson.dumps(request)
         headers = await self._request_headers()
-        http_timeout = DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(max(timeout, 0.001))
+        http_timeout = _bounded(self._http.timeout, timeout)
         req = self._http.build_request(
             "POST", self.stream_url, content=body, headers=headers, timeout=http_timeout
         )
@@ -270,6 +271,23 @@ class _BodyStream:
             raise _transport_error(exc, f"after {self._received} bytes of the body") from exc
         self._received += len(chunk)
         return chunk
+
+
+def _bounded(own: httpx.Timeout, timeout: float | None) -> httpx.Timeout:
+    """Each phase of ``own`` capped at ``timeout`` seconds (L36: never lengthened)."""
+    if timeout is None:
+        return own
+    cap = max(timeout, 0.001)
+
+    def phase(value: float | None) -> float:
+        return cap if value is None else min(value, cap)
+
+    return httpx.Timeout(
+        connect=phase(own.connect),
+        read=phase(own.read),
+        write=phase(own.write),
+        pool=phase(own.pool),
+    )
 
 
 def _join(base: str, version: str, resource: str) -> str:

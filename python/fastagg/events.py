@@ -136,9 +136,15 @@ class Lifecycle:
     ``context-cap``, ``provider-error`` (the turn ends; emitted once, just
     before ``TurnEnd``), ``tool-timeout`` (``tool_name`` set),
     ``malformed-retry``, ``no-finish-retry``, ``provider-retry``, ``wrapup``.
+    ``signature-strip`` and ``signature-sentinel`` (before the first request,
+    step 0, one per content changed; ``detail`` says what and why, L33),
+    ``duplicate-call-id`` (``tool_name`` and ``detail`` set, L39),
+    ``response-id-changed`` (one body held two responses; ``detail``, L40).
     ``tool_call_count`` is the number of tool calls answered so far,
-    ``elapsed`` the seconds since the turn started. ``detail`` says why, in
-    words, where there is more to say than the phase (L32): the error that a
+    ``elapsed`` the seconds since the turn started, ``provider`` the backend of
+    the model (``"gemini"`` or ``"vertex"``), ``timestamp`` the wall-clock time
+    (``time.time()``) when it happened. ``detail`` says why, in words, where
+    there is more to say than the phase (L41): the error that a
     ``provider-retry`` retries, the in-stream error of a ``no-finish-retry``.
     """
 
@@ -148,6 +154,8 @@ class Lifecycle:
     tool_name: str | None
     tool_call_count: int
     elapsed: float
+    provider: str | None = None
+    timestamp: float | None = None
     detail: str | None = None
 
 

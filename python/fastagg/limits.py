@@ -12,8 +12,15 @@ from enum import Enum
 from typing import Any
 
 from .errors import ProviderError
+from .signatures import Origin
 
 __all__ = ["StopReason", "TurnLimits", "TurnResult"]
+
+
+class _DefaultSeconds(float):
+    """The defensive default ``turn_timeout``: a float that tells it was not chosen (L38)."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -29,17 +36,20 @@ class TurnLimits:
     provider-retry backoff, and before the first byte of a step when
     ``first_output_timeout`` is set. ``first_output_timeout``: request sent to
     first byte, per request. ``wrapup_lead``: the wrap-up nudge is added when
-    less than this remains of a finite ``turn_timeout``. ``tool_timeout``:
+    less than this remains of a finite ``turn_timeout`` that the caller set
+    (the 300 s default is a safety net, not a budget to warn the model about). ``tool_timeout``:
     default per tool execution (``Tool.timeout`` overrides it). ``synth_timeout``:
     the final-answer request after the step cap. ``max_context_tokens``: the
     context guard. ``malformed_retries`` (per turn), ``no_finish_retries`` and
     ``provider_retries`` (per step): retry budgets. ``retry_backoff``: first
     provider-retry delay when the service names none, doubled per retry (with
-    jitter), capped at ``max_retry_backoff``.
+    jitter), capped at ``max_retry_backoff``. ``request_timeout``: the timeout
+    given to each model call (connecting, sending, each wait for bytes), at
+    most the time the turn has left; the client's own smaller timeouts stay.
     """
 
     max_steps: int = 50
-    turn_timeout: float = 300.0
+    turn_timeout: float = _DefaultSeconds(300.0)
     stall_timeout: float | None = None
     first_output_timeout: float | None = None
     wrapup_lead: float = 120.0
@@ -51,6 +61,12 @@ class TurnLimits:
     provider_retries: int = 2
     retry_backoff: float = 1.0
     max_retry_backoff: float = 30.0
+    request_timeout: float | None = None
+
+    @property
+    def turn_budget_set(self) -> bool:
+        """Whether ``turn_timeout`` was given by the caller (not the default)."""
+        return type(self.turn_timeout) is not _DefaultSeconds
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -61,7 +77,7 @@ class TurnLimits:
                 raise ValueError(
                     f"TurnLimits.{name} must be positive (math.inf disables), not {value}"
                 )
-        for name in ("stall_timeout", "first_output_timeout"):
+        for name in ("stall_timeout", "first_output_timeout", "request_timeout"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"TurnLimits.{name} must be positive or None, not {value}")
@@ -106,6 +122,10 @@ class TurnResult:
     ``usage`` is summed over every request of the turn; ``usage_by_step`` holds
     each request's own usage (``{}`` when it reported none), in order, failed
     attempts, retries and the final-answer request included (L12).
+    ``signatures`` counts what the signature policy changed in the history
+    (``{"stripped": n, "sentinels": m}``, L33); ``content_origins`` tags each
+    content of ``contents`` with the model that produced it (None: unknown or
+    a user content), to pass as ``history_origin`` of the next turn.
     """
 
     stop_reason: StopReason
@@ -121,3 +141,5 @@ class TurnResult:
     retries: dict[str, int]
     error: ProviderError | None
     usage_by_step: list[dict[str, Any]] = field(default_factory=list)
+    signatures: dict[str, int] = field(default_factory=dict)
+    content_origins: list[Origin | None] = field(default_factory=list)

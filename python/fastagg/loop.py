@@ -23,7 +23,7 @@ import asyncio
 import inspect
 import math
 import random
-import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -50,6 +50,13 @@ from .events import (
 from .limits import StopReason, TurnLimits, TurnResult
 from .model import ModelClient
 from .request import RequestGuard, map_finish_reason
+from .signatures import (
+    Origin,
+    SignaturePolicy,
+    first_unsigned_call,
+    prepare_history,
+    requires_signatures,
+)
 from .tools import Tool, ToolContext
 
 __all__ = ["run_turn", "stream_turn"]
@@ -86,7 +93,6 @@ _CAUSES = {
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
-_PRE_SIGNATURE_MODEL = re.compile(r"^gemini-(1|2)([.-]|$)")
 _EPSILON = 0.0005  # timers may fire this much early
 
 
@@ -100,6 +106,8 @@ async def run_turn(
     system_instruction: str | dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     on_event: Callable[[TurnEvent], Any] | None = None,
+    history_origin: Origin | Sequence[Origin | None] | None = None,
+    signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
 ) -> TurnResult:
     """Run one agentic turn against ``model`` and return how it ended.
 
@@ -112,13 +120,28 @@ async def run_turn(
     sent after the function declarations. ``on_event`` receives every
     :mod:`fastagg.events` event as it happens; when it returns an awaitable, that
     is awaited before the turn goes on; its exceptions propagate.
+    ``history_origin`` says which model and backend produced ``contents`` (one
+    :class:`~fastagg.signatures.Origin`, or one per content, None for unknown);
+    ``signature_policy`` says what to do with signatures the target model
+    cannot accept (:mod:`fastagg.signatures`, L33).
 
     Raises :class:`InvalidRequestError` when a request would be rejected (L2),
     and ``CancelledError`` when the calling task is cancelled (after cleanup).
     Everything else (budgets, abort, provider failures) ends the turn with a
     result whose ``stop_reason`` and ``message`` say what happened.
     """
-    turn = _Turn(model, contents, tools, limits, abort, system_instruction, config, on_event)
+    turn = _Turn(
+        model,
+        contents,
+        tools,
+        limits,
+        abort,
+        system_instruction,
+        config,
+        on_event,
+        origins=history_origin,
+        policy=signature_policy,
+    )
     task = turn.start()
     try:
         await asyncio.wait((task,))
@@ -138,6 +161,8 @@ async def stream_turn(
     system_instruction: str | dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     on_event: Callable[[TurnEvent], Any] | None = None,
+    history_origin: Origin | Sequence[Origin | None] | None = None,
+    signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
 ) -> AsyncIterator[TurnEvent]:
     """Run one turn like :func:`run_turn`, yielding its events as they happen.
 
@@ -157,7 +182,18 @@ async def stream_turn(
                 await result
             queue.put_nowait(event)
 
-    turn = _Turn(model, contents, tools, limits, abort, system_instruction, config, sink)
+    turn = _Turn(
+        model,
+        contents,
+        tools,
+        limits,
+        abort,
+        system_instruction,
+        config,
+        sink,
+        origins=history_origin,
+        policy=signature_policy,
+    )
     task = turn.start()
     task.add_done_callback(lambda _: queue.put_nowait(_DONE))
     try:
@@ -191,6 +227,9 @@ class _Turn:
         system_instruction: str | dict[str, Any] | None,
         config: dict[str, Any] | None,
         sink: Callable[[TurnEvent], Any] | None,
+        *,
+        origins: Origin | Sequence[Origin | None] | None = None,
+        policy: SignaturePolicy | str = SignaturePolicy.AUTO,
     ) -> None:
         self.model = model
         self.limits = limits = limits if limits is not None else TurnLimits()
@@ -198,9 +237,13 @@ class _Turn:
         self.sink = sink
         self.tools = _tool_map(tools)
         self.base = _base_request(list(self.tools.values()), system_instruction, config)
-        self.contents: list[dict[str, Any]] = list(contents)
+        # L33: the history is made acceptable to this model once; later contents are its own.
+        self.target = Origin.of(model)
+        self.contents, self.origins, self.signature_changes = prepare_history(
+            contents, origins, self.target, policy
+        )
         self.request: dict[str, Any] = {"contents": self.contents, **self.base}
-        self.guard = RequestGuard(require_signatures=_requires_signatures(model))
+        self.guard = RequestGuard(require_signatures=requires_signatures(self.target.model))
         self.guard.extend(self.contents)
         self.guard.check_end()
         self.track_context = limits.max_context_tokens is not None
@@ -221,6 +264,10 @@ class _Turn:
         )
         self.blocked = False
         self.nudged = False
+        # L39: the first answered call of each id this turn (name, args, response), and
+        # this step's repeated calls (index of the first one, or an earlier step's response)
+        self.answered: dict[str, tuple[str, Any, dict[str, Any]]] = {}
+        self.repeats: dict[int, int | dict[str, Any]] = {}
         self.prompt_tokens: int | None = None
         self.chars_since = 0
         # clocks
@@ -271,6 +318,8 @@ class _Turn:
                     )
                 if self.abort is not None:
                     self.watcher = loop.create_task(self._watch_abort(self.abort))
+                for change in self.signature_changes:  # L33: never silent
+                    await self._lifecycle(f"signature-{change.action}", 0, detail=change.detail)
                 outcome = await self._drive()
             except asyncio.CancelledError:
                 if self.caller_cancelled or self.cause is None:
@@ -316,6 +365,13 @@ class _Turn:
             return None
         return max(0.0, self.deadline - self.loop.time())
 
+    def _call_timeout(self, left: float | None) -> float | None:
+        """The timeout of one model call: ``request_timeout`` within the time left (L36)."""
+        cap = self.limits.request_timeout
+        if cap is None:
+            return left
+        return cap if left is None else min(cap, left)
+
     def _holding(self) -> list[StopReason]:
         """The interrupting causes that hold right now (L1, L7)."""
         found = []
@@ -340,7 +396,7 @@ class _Turn:
                 await result
 
     async def _lifecycle(
-        self, phase: str, step: int, tool_name: str | None = None, detail: str | None = None
+        self, phase: str, step: int, tool_name: str | None = None, *, detail: str | None = None
     ) -> None:
         if self.sink is not None:
             await self._emit(
@@ -351,7 +407,9 @@ class _Turn:
                     tool_name,
                     self.tool_calls,
                     self.loop.time() - self.start_time,
-                    detail,
+                    provider=self.target.backend,
+                    timestamp=time.time(),
+                    detail=detail,
                 )
             )
 
@@ -389,6 +447,7 @@ class _Turn:
         provider_left = limits.provider_retries
         no_finish_left = limits.no_finish_retries
         attempt = 0
+        retry: str | None = None  # the kind of retry the next attempt is
         stream_error: dict[str, Any] | None = None
         while True:
             attempt += 1
@@ -396,14 +455,28 @@ class _Turn:
                 stop = self._checkpoint()
                 if stop is not None:
                     return stop
+            if retry is not None:  # L37: counted once it is really sent
+                self.retries[retry] += 1
+                retry = None
             self.guard.extend(self.contents)
             self.guard.check_end()
             result, error, visible = await self._request(
-                step, attempt, self.request, self._remaining()
+                step, attempt, self.request, self._call_timeout(self._remaining())
             )
             raw = result.finish_reason
             self.raw_finish = raw
+            for warning in result.warnings:  # L40: two responses in one body, said out loud
+                if warning.startswith("E10:"):
+                    await self._lifecycle("response-id-changed", step, detail=warning)
             calls = result.function_calls
+            # L32: a call the model did not finish (flushed at close) is never run.
+            unfinished = bool(calls) and bool(result.unfinished_calls)
+            cut = None
+            if unfinished:
+                calls = []
+                k = result.unfinished_calls[0]
+                name = result.parts[k]["functionCall"].get("name")
+                cut = f"L32: the stream ended inside the call {name!r} (part {k}); it was not run"
             no_finish = not raw and not calls and not self._blocked(result)
             if error is None and result.error is not None:
                 error = _stream_error(result.error)
@@ -417,7 +490,7 @@ class _Turn:
                     delay = self._retry_delay(error, limits.provider_retries - provider_left)
                     if delay is not None:
                         provider_left -= 1
-                        self.retries["provider"] += 1
+                        retry = "provider"
                         await self._step_end(step, attempt, raw, "error")
                         await self._lifecycle("provider-retry", step, detail=_describe(error))
                         await self._backoff(delay)
@@ -426,25 +499,35 @@ class _Turn:
                 self.error = error
                 self._gather(result.text)
                 return StopReason.PROVIDER_ERROR
+            if raw == "MISSING_THOUGHT_SIGNATURE":  # L35: a history bug; resending cannot help
+                await self._step_end(step, attempt, raw, "error")
+                self._missing_signature(result.finish_message)
+                self._gather(result.text)
+                return StopReason.PROVIDER_ERROR
             if calls:
                 await self._step_end(step, attempt, raw, "tool-calls")
                 self._gather(result.text)
                 await self._run_tools(step, result.content, calls)
                 return None
-            if raw in _MALFORMED:
+            if raw in _MALFORMED or raw == "MALFORMED_RESPONSE" or (unfinished and raw):
                 await self._step_end(step, attempt, raw, "malformed")
                 if self.retries["malformed"] < limits.malformed_retries:
-                    self.retries["malformed"] += 1
-                    if not _is_note(self.contents[-1], MALFORMED_NOTE):
+                    retry = "malformed"
+                    # L35: a malformed response is resent as it was, without the call note.
+                    if raw != "MALFORMED_RESPONSE" and not _is_note(
+                        self.contents[-1], MALFORMED_NOTE
+                    ):
                         self._append({"role": "user", "parts": [{"text": MALFORMED_NOTE}]})
-                    await self._lifecycle("malformed-retry", step)
+                    await self._lifecycle("malformed-retry", step, detail=cut)
                     continue
                 tries = self.retries["malformed"] + 1
-                self.detail = f"the model sent {raw} {_times(tries)}"
+                named = raw in _MALFORMED or raw == "MALFORMED_RESPONSE"
+                sent = raw if named else "an unfinished function call"
+                self.detail = f"the model sent {sent} {_times(tries)}"
                 self.error = ProviderError(
                     None,
-                    raw,
-                    f"{self.detail} in this turn; the retries with a corrective note did not help",
+                    raw if named else "UNFINISHED_FUNCTION_CALL",
+                    f"{self.detail} in this turn; retrying did not help",
                     True,
                     kind="malformed",
                     body={"finishReason": raw, "finishMessage": result.finish_message},
@@ -454,9 +537,10 @@ class _Turn:
                 await self._step_end(step, attempt, raw, "no-finish")
                 if no_finish_left > 0:
                     no_finish_left -= 1
-                    self.retries["no-finish"] += 1
-                    why = None if stream_error is None else _describe(_stream_error(stream_error))
-                    await self._lifecycle("no-finish-retry", step, detail=why)
+                    retry = "no-finish"
+                    if cut is None and stream_error is not None:
+                        cut = _describe(_stream_error(stream_error))
+                    await self._lifecycle("no-finish-retry", step, detail=cut)
                     continue
                 why = (
                     ""
@@ -481,6 +565,32 @@ class _Turn:
                 self._append(result.content)
             self.answer = result.text
             return StopReason.COMPLETED
+
+    def _missing_signature(self, finish_message: str | None) -> None:
+        """The error of a MISSING_THOUGHT_SIGNATURE finish, naming the part (L35)."""
+        where = first_unsigned_call(self.contents)
+        if where is not None:
+            self.detail = f"no thought signature at {where}"
+            message = (
+                f"the model refused the history: {where} has no thoughtSignature; keep the "
+                "signatures the model returned, or declare the history's origin "
+                "(run_turn(history_origin=...)) so the sentinel is put there"
+            )
+        else:
+            self.detail = "a thought signature was refused"
+            message = (
+                "the model reported a missing thought signature although every function call of "
+                "the current turn has one; one may come from another model or backend: declare "
+                "the history's origin (run_turn(history_origin=...))"
+            )
+        self.error = ProviderError(
+            None,
+            "MISSING_THOUGHT_SIGNATURE",
+            message,
+            False,
+            kind="history",
+            body={"finishReason": "MISSING_THOUGHT_SIGNATURE", "finishMessage": finish_message},
+        )
 
     def _blocked(self, result: Any) -> bool:
         feedback = result.prompt_feedback
@@ -637,10 +747,12 @@ class _Turn:
                 await self._emit(
                     ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
                 )
+        await self._find_repeats(step, calls)
         self.last_progress = started = self.loop.time()
         tasks = [
             self.loop.create_task(self._call_tool(step, i, call, responses))
             for i, call in enumerate(calls)
+            if i not in self.repeats
         ]
         try:
             if len(tasks) == 1:
@@ -670,6 +782,22 @@ class _Turn:
         parts: list[dict[str, Any]] = []
         for i, call in enumerate(calls):
             response = responses[i]
+            if response is None and i in self.repeats:  # L39: answered like the first one
+                source = self.repeats[i]
+                response = responses[source] if isinstance(source, int) else source
+                responses[i] = response
+                if response is not None and self.sink is not None:
+                    status = "error" if "error" in response else "ok"
+                    await self._emit(
+                        ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
+                    )
+            call_id = call.get("id")
+            if (
+                isinstance(call_id, str)
+                and response is not None
+                and response != {"error": "aborted"}
+            ):
+                self.answered.setdefault(call_id, (call["name"], call.get("args") or {}, response))
             if response is None:
                 response = {"error": "aborted"}
                 if self.sink is not None:
@@ -696,11 +824,43 @@ class _Turn:
             and not self.nudged
             and remaining is not None
             and remaining < self.limits.wrapup_lead
+            and self.limits.turn_budget_set  # L38: not for the defensive default
         ):
             self.nudged = True
             parts.append({"text": WRAPUP_NOTE.format(remaining=_fmt_duration(remaining))})
             await self._lifecycle("wrapup", step)
         self._append({"role": "user", "parts": parts})
+
+    async def _find_repeats(self, step: int, calls: list[dict[str, Any]]) -> None:
+        """L39: a call repeating an id of this turn with the same name and args runs once."""
+        self.repeats = {}
+        first: dict[str, int] = {}
+        for i, call in enumerate(calls):
+            call_id = call.get("id")
+            if not isinstance(call_id, str):
+                continue
+            j = first.setdefault(call_id, i)
+            source: int | dict[str, Any]
+            if j != i:
+                name, args, source = calls[j]["name"], calls[j].get("args") or {}, j
+                where = f"call {j} of this step"
+            elif call_id in self.answered:
+                name, args, source = self.answered[call_id]
+                where = "a call of an earlier step"
+            else:
+                continue
+            if name == call["name"] and args == (call.get("args") or {}):
+                self.repeats[i] = source
+                detail = (
+                    f"L39: call {i} repeats the id {call_id!r} of {where} with the same name and "
+                    "arguments; the tool ran once and each part gets its response"
+                )
+            else:
+                detail = (
+                    f"L39: call {i} reuses the id {call_id!r} of another call of this turn with "
+                    "a different name or arguments; both were run"
+                )
+            await self._lifecycle("duplicate-call-id", step, call["name"], detail=detail)
 
     async def _call_tool(
         self, step: int, i: int, call: dict[str, Any], responses: list[dict[str, Any] | None]
@@ -794,7 +954,9 @@ class _Turn:
         self.handles["synth"] = self.loop.call_later(window, self._interrupt, "synth-timeout")
         step = limits.max_steps + 1
         try:
-            result, error, _ = await self._request(step, 1, request, window, "final-answer")
+            result, error, _ = await self._request(
+                step, 1, request, self._call_timeout(window), "final-answer"
+            )
         except asyncio.CancelledError:
             if self.cause != "synth-timeout" or self.caller_cancelled:
                 raise
@@ -892,7 +1054,20 @@ class _Turn:
             retries=self.retries,
             error=self.error if stop is StopReason.PROVIDER_ERROR else None,
             usage_by_step=self.usage_by_step,
+            signatures=self._signature_counts(),
+            content_origins=self._content_origins(),
         )
+
+    def _signature_counts(self) -> dict[str, int]:
+        counts = {"stripped": 0, "sentinels": 0}
+        for change in self.signature_changes:
+            counts["stripped" if change.action == "strip" else "sentinels"] += change.count
+        return counts
+
+    def _content_origins(self) -> list[Origin | None]:
+        """The origin of each transcript content: as declared, then this model's (L33)."""
+        added = self.contents[len(self.origins) :]
+        return [*self.origins, *(self.target if c["role"] == "model" else None for c in added)]
 
 
 # -- helpers --------------------------------------------------------------
@@ -971,12 +1146,6 @@ def _tools_off(tool_config: Any) -> dict[str, Any]:
     calling["mode"] = "NONE"
     config["functionCallingConfig"] = calling
     return config
-
-
-def _requires_signatures(model: Any) -> bool:
-    """Gemini 3 and later sign every function-call step; earlier models may not (L2)."""
-    name = str(getattr(model, "model", "") or "").rsplit("/", 1)[-1].lower()
-    return not _PRE_SIGNATURE_MODEL.match(name)
 
 
 def _is_note(content: dict[str, Any], note: str) -> bool:

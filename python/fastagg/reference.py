@@ -788,9 +788,9 @@ def _cj(value: Any) -> str:
 # --- jsonPath (C5) -----------------------------------------------------------
 
 _SYNTAX = "unsupported jsonPath syntax"
-_TOO_DEEP = "jsonPath deeper than 100 segments"
+_TOO_DEEP = "jsonPath deeper than 1024 segments"
 _CONFLICT = "type conflict with the existing value"
-_MAX_SEGMENTS = 100
+_MAX_SEGMENTS = 1024  # the JSON nesting limit (F10): streamed args as deep as whole ones
 _NAME = re.compile(r"[^.\[\]]+")
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
@@ -814,7 +814,7 @@ def parse_json_path(path: str, max_index: int) -> tuple[Segment, ...] | str:
     """The segments of ``path`` (keys are ``str``, indices ``int``), or why it is refused.
 
     Problems are reported in the order they appear in the path; the depth limit
-    is hit when the 101st segment has been read.
+    is hit when the 1025th segment has been read.
     """
     if path[:1] != "$":
         return _SYNTAX
@@ -960,14 +960,33 @@ def _assign(args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, appe
 
 
 def _render_json(value: Any) -> Any:
-    """A fresh copy of a JSON value; growing strings become plain strings."""
-    if isinstance(value, dict):
-        return {k: _render_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_render_json(v) for v in value]
+    """A fresh copy of a JSON value; growing strings become plain strings.
+
+    Iterative: streamed args may nest 1024 levels (C9), deeper than Python's
+    recursion limit.
+    """
     if isinstance(value, _StrBuf):
         return value.value()
-    return value
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, (dict, list)):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+            elif isinstance(item, _StrBuf):
+                copy = item.value()
+            else:
+                copy = item
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root
 
 
 def _json_identity(value: Any) -> str:
@@ -1025,10 +1044,11 @@ class _KeptPart:
 class _StreamedCall:
     """A function call assembled from streamed chunks (C2-C12)."""
 
-    __slots__ = ("args", "id", "name", "signature", "slot", "touched")
+    __slots__ = ("args", "finished", "id", "name", "signature", "slot", "touched")
 
     def __init__(self, slot: int, call_id: str | None, name: str | None) -> None:
         self.slot = slot
+        self.finished = False  # C13: closed by the model, not flushed by close()
         self.id = call_id
         self.name = name
         self.args: dict[str, Any] = {}
@@ -1113,7 +1133,17 @@ class _TurnState:
         ):
             value = event.get(key)
             if value is not None:
+                if attr == "response_id" and self.response_id is not None:
+                    self._response_id_change(i, value)
                 setattr(self, attr, value)
+
+    def _response_id_change(self, i: int, value: Any) -> None:
+        """E10: a body that switches responseId holds several responses; say so."""
+        if not _same_json(self.response_id, value):
+            self.warnings.append(
+                f"E10: event {i}: responseId changed from {_cj(self.response_id)} to {_cj(value)}; "
+                "the body holds more than one response and they were aggregated as one model turn"
+            )
 
     def _shape(self, i: int, where: str, expected: str) -> None:
         self.warnings.append(f"E7: event {i}: {where} is not {expected}; ignored")
@@ -1301,6 +1331,7 @@ class _TurnState:
             else:
                 self._shape(i, f"{where}[{m}]", "an object")
         if fc.get("willContinue") is not True:  # C6
+            call.finished = True  # C13
             self._close_call(cand, call, deltas)
 
     def _route(
@@ -1430,6 +1461,7 @@ class Candidate:
         "_parts",
         "_text",
         "_thought_text",
+        "_unfinished_calls",
     )
 
     def __init__(
@@ -1442,8 +1474,10 @@ class Candidate:
         finish_reason: str | None,
         finish_message: str | None,
         metadata: dict[str, Any],
+        unfinished_calls: list[int],
     ) -> None:
         self._index = index
+        self._unfinished_calls = unfinished_calls
         self._parts = parts
         self._content: dict[str, Any] = {"role": "model", "parts": parts}
         self._text = text
@@ -1482,6 +1516,11 @@ class Candidate:
     def function_calls(self) -> list[dict[str, Any]]:
         """``[{"id", "name", "args"}]`` in part order (C11)."""
         return self._function_calls
+
+    @property
+    def unfinished_calls(self) -> list[int]:
+        """Part indices of the streamed calls the model did not finish (C13)."""
+        return list(self._unfinished_calls)
 
     @property
     def finish_reason(self) -> str | None:
@@ -1578,6 +1617,12 @@ class AggregatedResponse:
     def function_calls(self) -> list[dict[str, Any]]:
         """Function calls of candidate 0 in part order: ``{"id", "name", "args"}``."""
         return self._first.function_calls if self._first is not None else []
+
+    @property
+    def unfinished_calls(self) -> list[int]:
+        """Part indices (into ``parts``) of candidate 0's streamed calls that the model
+        did not finish: still open (``snapshot()``) or flushed by ``close()`` (C13)."""
+        return self._first.unfinished_calls if self._first is not None else []
 
     @property
     def finish_reason(self) -> str | None:
@@ -1689,6 +1734,7 @@ def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
     text: list[str] = []
     thought_text: list[str] = []
     calls: list[dict[str, Any]] = []
+    unfinished: list[int] = []
     for slot in cand.slots:
         if isinstance(slot, _TextRun):
             s = slot.text()
@@ -1707,6 +1753,8 @@ def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
             part: dict[str, Any] = {"functionCall": call}
             if slot.signature is not None:
                 part["thoughtSignature"] = slot.signature
+            if not slot.finished:
+                unfinished.append(len(parts))
             parts.append(part)
             calls.append(_streamed_call_info(slot))
     return Candidate(
@@ -1718,6 +1766,7 @@ def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
         cand.finish_reason,
         cand.finish_message,
         keep(cand.metadata),
+        unfinished,
     )
 
 

@@ -175,6 +175,7 @@ class RecordedRequest:
     step: int | None  # index of the script step served, None when none was
     rejection: str | None  # the 4xx/5xx message when the server refused the request
     peer: str  # client address "host:port" (the same port twice: a reused connection)
+    warnings: tuple[str, ...] = ()  # what the service might refuse but the fake served (S5)
 
 
 class FakeGemini:
@@ -189,7 +190,9 @@ class FakeGemini:
     ``check_signatures`` additionally refuses signatures it never issued
     ("Corrupted thought signature."). ``require_auth`` asks for an API key or
     bearer token. ``repeat`` starts the script over when it runs out instead of
-    answering 500. ``on_request`` is called with each :class:`RecordedRequest`.
+    answering 400 ``FAILED_PRECONDITION`` naming the script (``name``: by
+    default the script file's name, the responder's name or ``"script"``).
+    ``on_request`` is called with each :class:`RecordedRequest`.
 
     Attributes: ``url`` (base URL for ``GeminiClient(base_url=...)`` or
     ``HttpOptions(base_url=...)``), ``requests`` (request bodies in order),
@@ -208,9 +211,11 @@ class FakeGemini:
         require_auth: bool = True,
         repeat: bool = False,
         on_request: Callable[[RecordedRequest], Any] | None = None,
+        name: str | None = None,
     ) -> None:
         if framing not in ("sse", "array"):
             raise ValueError(f"framing must be 'sse' or 'array', not {framing!r}")
+        self.name = name if name is not None else _script_name(script)
         if script is None:
             from .scenarios import demo_scenario
 
@@ -336,26 +341,30 @@ class FakeGemini:
             )
         if self.require_auth and not _has_credentials(request):
             return self._refuse(request, body, match, 403, "PERMISSION_DENIED", _NO_AUTH)
+        warnings: list[str] = []
         if self.validate:
             known = self.signatures_issued if self.check_signatures else None
-            rejection = validate_request(body, known_signatures=known)
+            rejection = validate_request(
+                body, known_signatures=known, model=match["model"], warnings=warnings
+            )
             if rejection is not None:
                 return self._refuse(request, body, match, rejection)
         index = self.steps_served
         step = self._next_step(body, index)
         if step is None:
+            # S1: not retryable, so a turn ends at once and says why.
             return self._refuse(
                 request,
                 body,
                 match,
-                500,
-                "INTERNAL",
-                f"FakeGemini: the script is exhausted: request {index + 1} arrived but the "
-                f"script has {len(self._steps)} steps",
+                400,
+                "FAILED_PRECONDITION",
+                f"FakeGemini: the script {self.name!r} is exhausted: request {index + 1} arrived "
+                f"but it has {len(self._steps)} steps (add steps, or pass repeat=True)",
             )
         self.steps_served += 1
         self._issue_signatures(step)
-        self._record(request, body, match, step.http_error or 200, index, None)
+        self._record(request, body, match, step.http_error or 200, index, None, warnings)
         if step.delay_first_byte > 0:
             await asyncio.sleep(step.delay_first_byte)
         if step.http_error is not None:
@@ -390,6 +399,7 @@ class FakeGemini:
         status: int,
         step: int | None,
         rejection: str | None,
+        warnings: Sequence[str] = (),
     ) -> None:
         backend = "" if match is None else ("vertex" if match["vertex"] else "gemini")
         record = RecordedRequest(
@@ -404,6 +414,7 @@ class FakeGemini:
             step=step,
             rejection=rejection,
             peer=_peer(request),
+            warnings=tuple(warnings),
         )
         self.records.append(record)
         if self.on_request is not None:
@@ -465,6 +476,16 @@ class FakeGemini:
             await _write(response, b"\n]" if frames else b"[]", step.tiny_writes)
         await response.write_eof()
         return response
+
+
+def _script_name(script: Script | str | Path | None) -> str:
+    if script is None:
+        return "demo"
+    if isinstance(script, (str, Path)):
+        return Path(script).name
+    if callable(script):
+        return str(getattr(script, "__name__", "script"))
+    return "script"
 
 
 def _frames(chunks: Iterable[dict[str, Any]], sse: bool) -> Iterable[bytes]:

@@ -1,11 +1,14 @@
 """Ready-made scripts for :class:`~fastagg.testing.FakeGemini`, with the local tools they expect.
 
-- :func:`demo_scenario`: a weather/picnic turn in four requests: thoughts and two
+- :func:`demo_scenario`: a weather/picnic turn in five requests: thoughts and two
   parallel calls; a thought-only answer cut by an in-stream 500 with no finish
   reason (a turn loop retries it); a call whose arguments stream as
-  ``partialArgs``; a streamed final answer with the signed empty last part.
-  Tools: :func:`get_weather`, :func:`save_note` (see :func:`demo_tools`),
-  prompt :data:`DEMO_PROMPT`.
+  ``partialArgs`` and whose stream is cut off mid-argument (it must not run;
+  the retry streams it whole); a streamed final answer with the signed empty
+  last part. Tools: :func:`get_weather`, :func:`save_note` (see
+  :func:`demo_tools`), prompt :data:`DEMO_PROMPT`; :func:`demo_history` is an
+  earlier exchange with Gemini 2.5 to start from (its signature must not reach
+  Gemini 3).
 - :func:`runaway_scenario`: the model calls :func:`lookup` ``n`` times in a
   row, then answers in text (the final-answer request of a loop with
   ``max_steps=n`` gets that answer).
@@ -18,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..signatures import Origin
 from .chunks import (
     call,
     chunk,
@@ -35,6 +39,7 @@ __all__ = [
     "DEMO_PROMPT",
     "RUNAWAY_PROMPT",
     "STALLED_PROMPT",
+    "demo_history",
     "demo_scenario",
     "demo_tools",
     "get_weather",
@@ -104,8 +109,28 @@ def demo_tools() -> list[Callable[..., Any]]:
     return [get_weather, save_note]
 
 
+def demo_history(prompt: str = DEMO_PROMPT) -> tuple[list[dict[str, Any]], list[Origin | None]]:
+    """An earlier exchange with ``gemini-2.5-flash`` (its answer signed), then ``prompt``:
+    the contents and their origins, for ``run_turn(..., history_origin=...)``."""
+    earlier = {
+        "role": "model",
+        "parts": [
+            {
+                "text": "Happy to help with the picnic! Tell me which cities you have in mind.",
+                "thoughtSignature": signature("gemini 2.5 earlier answer"),
+            }
+        ],
+    }
+    contents = [
+        {"role": "user", "parts": [{"text": "Hi! Can you help me plan a picnic?"}]},
+        earlier,
+        {"role": "user", "parts": [{"text": prompt}]},
+    ]
+    return contents, [None, Origin("gemini-2.5-flash"), None]
+
+
 def demo_scenario(pace: float = 0.0) -> list[Step]:
-    """The four requests of the demo turn (see the module docstring).
+    """The five requests of the demo turn (see the module docstring).
 
     ``pace``: seconds between chunks, so that a person can watch the stream
     (``fastagg demo`` uses 0.15); tests keep the default 0.
@@ -155,6 +180,27 @@ def demo_scenario(pace: float = 0.0) -> list[Step]:
             error_chunk(),
         ],
     )
+    # The cut-off: the stream ends inside the streamed call (no end marker, no
+    # finish reason). Its partial arguments must never reach the tool.
+    rid = "demo-3a"
+    cut_off = Step(
+        chunk_interval=pace,
+        chunks=[
+            chunk(
+                thought("**Writing the note**\n\nParis wins. "),
+                usage=usage(231, thoughts=30),
+                response_id=rid,
+            ),
+            *streamed_call(
+                "save_note",
+                {"title": "Picnic packing list", "body": NOTE_BODY},
+                id="fc_note",
+                signature=signature("demo step 3a"),
+                piece=24,
+                response_id=rid,
+            )[:-3],
+        ],
+    )
     rid = "demo-3"
     step3 = Step(
         chunk_interval=pace,
@@ -200,7 +246,7 @@ def demo_scenario(pace: float = 0.0) -> list[Step]:
             ),
         ],
     )
-    return [step1, step2, step3, step4]
+    return [step1, step2, cut_off, step3, step4]
 
 
 def runaway_scenario(n: int = 10) -> list[Step]:

@@ -1,10 +1,13 @@
 """Request validation as the Gemini service does it, with the service's 400 texts.
 
 Texts are those reported from the live service (gemini-wire.md 1.4, 4.8, 6.2).
-Two checks have no known service text and use the fake's own wording: a
-function response whose id or name differs from its call, and (only when the
-server knows which signatures it issued) a signature it never issued, which the
-service reports as "Corrupted thought signature.".
+The fake is never stricter than the service (turn-loop addendum S5): what the
+service is not known to refuse is a warning in the request log, not a 400 (a
+function response whose id or name differs from its call); a function response
+without an id is accepted (google-genai's automatic function calling sends
+that); Gemini 1.x and 2.x requests need no signatures. Only when the server
+knows which signatures it issued does it refuse one it never issued, as the
+service does ("Corrupted thought signature.").
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import binascii
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
+
+from ..signatures import requires_signatures
 
 __all__ = [
     "MSG_CORRUPTED_SIGNATURE",
@@ -107,7 +112,11 @@ def _role(content: dict[str, Any]) -> str:
 
 
 def validate_request(
-    body: Any, *, known_signatures: Collection[bytes] | None = None
+    body: Any,
+    *,
+    known_signatures: Collection[bytes] | None = None,
+    model: str | None = None,
+    warnings: list[str] | None = None,
 ) -> Rejection | None:
     """Check a ``GenerateContentRequest`` the way the service does; None when it is acceptable.
 
@@ -116,9 +125,11 @@ def validate_request(
     function responses right after their calls, as many, in the same order
     (ids and names match where given); the request ends with a user turn; in
     the current turn (after the last user content without function responses)
-    the first function call of every model step carries a signature. A step is
-    a run of consecutive model contents (google-genai's chat stores one model
-    content per streamed chunk).
+    the first function call of every model step carries a signature, unless
+    ``model`` is a Gemini 1.x/2.x model. A step is a run of consecutive model
+    contents (google-genai's chat stores one model content per streamed chunk).
+    A function response whose id or name differs from its call is accepted and
+    described in ``warnings`` (when a list is given).
     """
     contents = body.get("contents") if isinstance(body, dict) else None
     if not isinstance(contents, list) or not contents:
@@ -128,11 +139,11 @@ def validate_request(
             return Rejection(MSG_ROLE, f"contents[{i}].role")
     rejection = _check_signatures(contents, known_signatures)
     if rejection is None:
-        rejection = _check_responses(contents)
+        rejection = _check_responses(contents, warnings if warnings is not None else [])
     if rejection is None and _role(contents[-1]) != "user":
         message = MSG_SINGLE_TURN_END if len(contents) == 1 else MSG_MULTI_TURN_END
         rejection = Rejection(message, f"contents[{len(contents) - 1}].role")
-    if rejection is None:
+    if rejection is None and (model is None or requires_signatures(model)):
         rejection = _check_current_turn(contents)
     return rejection
 
@@ -188,7 +199,7 @@ def _calls(contents: list[dict[str, Any]], first: int, end: int) -> list[tuple[i
     ]
 
 
-def _check_responses(contents: list[dict[str, Any]]) -> Rejection | None:
+def _check_responses(contents: list[dict[str, Any]], warnings: list[str]) -> Rejection | None:
     answered: set[int] = set()
     for first, end in _steps(contents):
         calls = _calls(contents, first, end)
@@ -207,12 +218,12 @@ def _check_responses(contents: list[dict[str, Any]]) -> Rejection | None:
             fr = fr if isinstance(fr, dict) else {}
             where = f"contents[{end}].parts[{rj}].functionResponse"
             for key in ("id", "name"):
-                if fc.get(key) is not None and fr.get(key) != fc.get(key):
-                    return Rejection(
-                        f"Function response {n + 1} has {key} {fr.get(key)!r} but function call "
-                        f"{n + 1} (contents[{ci}].parts[{cj}]) has {key} {fc.get(key)!r}. Please "
-                        "ensure that function responses follow the order of the function calls.",
-                        where,
+                # S5: a response without an id is fine; a differing one is only a warning.
+                if fc.get(key) is not None and fr.get(key) is not None and fr[key] != fc[key]:
+                    warnings.append(
+                        f"{where}: function response {n + 1} has {key} {fr[key]!r} but function "
+                        f"call {n + 1} (contents[{ci}].parts[{cj}]) has {key} {fc[key]!r}; served "
+                        "anyway, as the service is not known to refuse it"
                     )
     for i, content in enumerate(contents):
         if i in answered or _role(content) != "user":

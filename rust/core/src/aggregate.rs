@@ -84,6 +84,8 @@ pub struct CandidateResult {
     pub thought_text: String,
     /// Indices into `parts` of the function-call parts (C11), in part order.
     pub call_parts: Vec<usize>,
+    /// Indices into `parts` of the streamed calls the model did not finish (C13).
+    pub unfinished_calls: Vec<usize>,
     pub finish_reason: Option<String>,
     pub finish_message: Option<String>,
     pub metadata: Map<String, Value>,
@@ -242,6 +244,8 @@ struct StreamedCall {
     args: Map<String, Value>,
     signature: Option<Value>,
     open: bool,
+    /// Closed by `close()`, not by the model (C13).
+    flushed: bool,
     /// Value of the aggregator's clock at the last chunk routed here (C10).
     touched: u64,
     slot: usize,
@@ -316,6 +320,7 @@ impl CandidateState {
             text: String::new(),
             thought_text: String::new(),
             call_parts: Vec::new(),
+            unfinished_calls: Vec::new(),
             finish_reason: self.finish_reason,
             finish_message: self.finish_message,
             metadata: self.metadata,
@@ -345,11 +350,14 @@ impl CandidateState {
                     out.parts.push(Value::Object(part));
                 }
                 Slot::Streamed(k) => {
-                    if let Some(part) = calls
-                        .get_mut(k)
-                        .and_then(Option::take)
-                        .and_then(StreamedCall::into_part)
-                    {
+                    let Some(call) = calls.get_mut(k).and_then(Option::take) else {
+                        continue;
+                    };
+                    let unfinished = call.open || call.flushed;
+                    if let Some(part) = call.into_part() {
+                        if unfinished {
+                            out.unfinished_calls.push(out.parts.len());
+                        }
                         out.call_parts.push(out.parts.len());
                         out.parts.push(part);
                     }
@@ -634,6 +642,11 @@ impl State {
             Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
         }
         set_last(&mut self.model_version, payload.model_version);
+        if let Some(warning) =
+            response_id_change(event, self.response_id.as_ref(), &payload.response_id)
+        {
+            self.warn(warning);
+        }
         set_last(&mut self.response_id, payload.response_id);
         set_last(&mut self.create_time, payload.create_time);
         set_last(&mut self.prompt_feedback, payload.prompt_feedback);
@@ -880,6 +893,7 @@ impl State {
                     args: Map::new(),
                     signature: None,
                     open: true,
+                    flushed: false,
                     touched: clock,
                     slot,
                 });
@@ -965,6 +979,7 @@ impl State {
         for cand in &mut self.candidates {
             let candidate = cand.index;
             for call in cand.calls.iter_mut().filter(|c| c.open) {
+                call.flushed = true; // C13: the model never finished it
                 close_call(candidate, call, want_deltas, deltas, &mut warnings);
             }
         }
@@ -1231,6 +1246,32 @@ fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) 
     }
 }
 
+/// E10: the warning for a `responseId` that differs from the one kept, if it does.
+fn response_id_change(
+    event: u64,
+    kept: Option<&Value>,
+    new: &Option<TextOrValue<'_>>,
+) -> Option<String> {
+    let kept = kept?;
+    let changed = match new.as_ref()? {
+        TextOrValue::Text(text) => !matches!(kept, Value::String(s) if s == text),
+        TextOrValue::Value(Value::Null) => false,
+        TextOrValue::Value(value) => kept != value,
+    };
+    changed.then(|| {
+        let shown = match new {
+            Some(TextOrValue::Text(text)) => q(text),
+            Some(TextOrValue::Value(value)) => cj(value),
+            None => String::new(),
+        };
+        format!(
+            "E10: event {event}: responseId changed from {} to {shown}; the body holds more \
+             than one response and they were aggregated as one model turn",
+            cj(kept)
+        )
+    })
+}
+
 /// E3: a later non-null value replaces an earlier one; a string equal to
 /// the kept one (the usual case: the same model version on every event) is
 /// not copied again.
@@ -1469,6 +1510,42 @@ mod tests {
             vec![
                 json!({"functionCall": {"name": "a", "args": {"x": "PR"}}}),
                 json!({"functionCall": {"name": "b", "args": {"y": "Q"}}}),
+            ]
+        );
+    }
+
+    #[test]
+    fn c13_only_a_call_flushed_at_close_is_unfinished() {
+        let (res, deltas) = run(&[
+            parts_event(json!([{"functionCall": {"name": "a", "willContinue": true}}])),
+            parts_event(json!([{"functionCall": {}}])),
+            parts_event(json!([{"functionCall": {"name": "b", "willContinue": true}}])),
+        ]);
+        assert_eq!(
+            res.first().map(|c| c.unfinished_calls.clone()),
+            Some(vec![1])
+        );
+        let ended: Vec<usize> = deltas
+            .iter()
+            .filter_map(|d| match d {
+                Delta::CallEnd { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended, vec![0]);
+    }
+
+    #[test]
+    fn e10_changed_response_id_is_warned_about() {
+        let (res, _) = run(&[
+            json!({"responseId": "r1"}),
+            json!({"responseId": "r1"}),
+            json!({"responseId": "r2"}),
+        ]);
+        assert_eq!(
+            res.warnings,
+            vec![
+                r#"E10: event 2: responseId changed from "r1" to "r2"; the body holds more than one response and they were aggregated as one model turn"#
             ]
         );
     }

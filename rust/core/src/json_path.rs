@@ -3,8 +3,9 @@
 
 use serde_json::{Map, Value};
 
-/// Paths with more segments than this are rejected (C9).
-pub const MAX_SEGMENTS: usize = 100;
+/// Paths with more segments than this are rejected (C9): the JSON nesting
+/// limit (F10), so an argument streamed is accepted as deep as one sent whole.
+pub const MAX_SEGMENTS: usize = 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Segment {
@@ -301,10 +302,10 @@ mod tests {
             parse("$[99999999999999999999999999]", 10),
             Err(PathError::IndexAboveMax)
         );
-        let deep = format!("${}", ".a".repeat(101));
+        let deep = format!("${}", ".a".repeat(1025));
         assert_eq!(parse(&deep, 10), Err(PathError::TooDeep));
-        let ok = format!("${}", ".a".repeat(100));
-        assert_eq!(parse(&ok, 10).map(|s| s.len()), Ok(100));
+        let ok = format!("${}", ".a".repeat(1024));
+        assert_eq!(parse(&ok, 10).map(|s| s.len()), Ok(1024));
     }
 
     #[test]

@@ -631,6 +631,11 @@ impl Candidate {
     fn finish_message_of(&self) -> Option<&str> {
         self.data().and_then(|c| c.finish_message.as_deref())
     }
+
+    fn unfinished_of(&self) -> Vec<usize> {
+        self.data()
+            .map_or_else(Vec::new, |c| c.unfinished_calls.clone())
+    }
 }
 
 #[pymethods]
@@ -664,6 +669,11 @@ impl Candidate {
     #[getter]
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.calls_list(py)
+    }
+    /// Part indices of the streamed calls the model did not finish (C13).
+    #[getter]
+    fn unfinished_calls(&self) -> Vec<usize> {
+        self.unfinished_of()
     }
     /// Raw finish reason of this candidate, or None.
     #[getter]
@@ -753,6 +763,12 @@ impl AggregatedResponse {
     #[getter]
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.first().calls_list(py)
+    }
+    /// Part indices (into `parts`) of candidate 0's streamed calls that the
+    /// model did not finish: still open (`snapshot()`) or flushed by `close()` (C13).
+    #[getter]
+    fn unfinished_calls(&self) -> Vec<usize> {
+        self.first().unfinished_of()
     }
     /// Raw finish reason of candidate 0 (e.g. "STOP"), or None.
     #[getter]
