@@ -1191,7 +1191,7 @@ def _stream_error(error: dict[str, Any]) -> ProviderError:
 
 
 def _describe(error: ProviderError) -> str:
-    """A provider error in words for a lifecycle event (L32): status, code, message."""
+    """A provider error in words for a lifecycle event (L41): status, code, message."""
     label = " ".join(str(x) for x in (error.status, error.code) if x is not None)
     return f"{label or 'error'}: {error.message}"
 
