@@ -3,6 +3,7 @@
 from collections.abc import Mapping
 from typing import Any, TypeAlias, final
 
+from google.genai.types import GenerateContentResponse
 from typing_extensions import Self
 
 __all__ = [
@@ -142,7 +143,7 @@ class AggregatedResponse:
     def warnings(self) -> list[str]: ...
     def to_dict(self) -> dict[str, Any]: ...
     def to_json(self) -> bytes: ...
-    def to_genai(self) -> Any: ...
+    def to_genai(self) -> GenerateContentResponse: ...
 
 @final
 class StreamAggregator:
