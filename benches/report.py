@@ -42,7 +42,7 @@ from typing import Any
 import fastagg
 
 from . import contenders as C
-from . import corpus
+from . import corpus, sdk_chunks
 
 __all__ = ["main"]
 
@@ -600,6 +600,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "## Agent-loop cost",
             "",
             loop_markdown(settings),
+            "",
+            "## feed_chunk() of google-genai objects (integrations G4)",
+            "",
+            sdk_chunks.sdk_chunks_markdown(settings, _time),
         ]
     sections += ["", machine_line(), f"Total run time {time.perf_counter() - started:.0f} s."]
     text = "\n".join(sections) + "\n"
