@@ -126,3 +126,23 @@ def test_a4_install_refuses_an_untested_adk(monkeypatch: pytest.MonkeyPatch) -> 
     from google.adk.models import google_llm
 
     assert google_llm.StreamingResponseAggregator is not adk.StreamingResponseAggregator
+
+
+@pytest.mark.usefixtures("with_fastagg")
+async def test_a2_calls_without_ids_run_and_go_back_without_invented_ids() -> None:
+    from fastagg.testing import Step, chunk, final, signature, streamed_call, text
+
+    (name, args) = STREAMED_CALLS[0]
+    steps = [
+        Step([*streamed_call(name, args, signature=signature("no id"), piece=24), final()]),
+        Step([chunk(text("Saved.")), final(signature("no id answer"))]),
+    ]
+    calls: list[tuple[str, dict[str, Any]]] = []
+    async with FakeGemini(steps) as server:
+        text_out = await run_agent(server, calls)
+    assert (calls, text_out) == ([(name, args)], "Saved.")
+    assert [(r.status, r.rejection) for r in server.records] == [(200, None), (200, None)]
+    sent = server.requests[1]["contents"]
+    assert sent[1]["parts"][0]["functionCall"] == {"args": args, "name": name}
+    assert sent[2]["parts"][0]["functionResponse"]["name"] == name
+    assert "id" not in sent[2]["parts"][0]["functionResponse"]
