@@ -183,6 +183,13 @@ def _record(
 ) -> GenerateContentResponse:
     """Replace what the SDK recorded for this exchange by the one aggregated turn (G7)."""
     comprehensive, curated, n_comprehensive, n_curated = histories
+    if len(comprehensive) <= n_comprehensive:
+        import google.genai
+
+        raise RuntimeError(
+            f"send_message_stream: google-genai {google.genai.__version__} recorded nothing for "
+            "this message, so there is no turn to correct; fastagg was tested with 2.x and 3.x"
+        )
     user_input = comprehensive[n_comprehensive]
     del comprehensive[n_comprehensive:]
     del curated[n_curated:]
