@@ -146,3 +146,37 @@ async def test_a2_calls_without_ids_run_and_go_back_without_invented_ids() -> No
     assert sent[1]["parts"][0]["functionCall"] == {"args": args, "name": name}
     assert sent[2]["parts"][0]["functionResponse"]["name"] == name
     assert "id" not in sent[2]["parts"][0]["functionResponse"]
+
+
+async def test_a2_close_fills_what_adk_fills() -> None:
+    from fastagg.testing import chunk, signature, text, usage
+
+    grounding = {"groundingChunks": [{"web": {"uri": "https://example.com", "title": "Ex"}}]}
+    first = chunk(text("Blocked half"), usage=usage(10, candidates=2), model_version="m-1")
+    last = chunk(
+        text(" way", signature=signature("a2")),
+        finish_reason="SAFETY",
+        finish_message="unsafe",
+        usage=usage(10, candidates=4),
+        model_version="m-1",
+    )
+    last["candidates"][0]["groundingMetadata"] = grounding
+    aggregator = adk.StreamingResponseAggregator()
+    partials = []
+    for payload in (first, last):
+        response = types.GenerateContentResponse.model_validate(payload)
+        partials.extend([r async for r in aggregator.process_response(response)])
+    final = aggregator.close()
+    assert [p.partial for p in partials] == [True, True]
+    assert [p.content.parts[0].text for p in partials] == ["Blocked half", " way"]
+    assert final is not None and final.partial is False
+    assert [p.text for p in final.content.parts] == ["Blocked half", " way"]  # signed: not merged
+    assert (final.finish_reason, final.error_code, final.error_message) == (
+        types.FinishReason.SAFETY,
+        types.FinishReason.SAFETY,
+        "unsafe",
+    )
+    assert final.usage_metadata.candidates_token_count == 4
+    assert final.grounding_metadata.grounding_chunks[0].web.uri == "https://example.com"
+    assert final.model_version == "m-1"
+    assert adk.StreamingResponseAggregator().close() is None

@@ -196,3 +196,46 @@ async def test_g3_aggregate_gives_one_response_and_calls_back_per_chunk() -> Non
     # title (20 chars) and body (139 chars) in 24-character fragments: 1 + 6 ArgDeltas
     assert [d for ds in seen[2:-2] for d in ds] == ["ArgDelta"] * 7
     assert seen[-2:] == [["CallEnd"], ["Finish"]]
+
+
+def test_g7_python_tools_with_automatic_function_calling_are_refused_before_sending() -> None:
+    from fastagg.testing.scenarios import save_note
+
+    client = genai.Client(
+        api_key="k", http_options=types.HttpOptions(base_url="http://127.0.0.1:9")
+    )
+    chat = client.chats.create(model=MODEL, config=types.GenerateContentConfig(tools=[save_note]))
+    with pytest.raises(
+        ValueError, match=r"automatic_function_calling=AutomaticFunctionCallingConfig"
+    ):
+        fastagg_genai.send_message_stream(chat, "hi")
+    assert chat.get_history() == []
+
+
+async def test_g7_a_stream_left_early_records_nothing() -> None:
+    async with FakeGemini(streamed_args_scenario()) as server:
+
+        def leave_early() -> list[Any]:
+            client = client_for(server)
+            chat = client.chats.create(model=MODEL, config=chat_config())
+            stream = fastagg_genai.send_message_stream(chat, AGENT_PROMPT)
+            next(stream)  # one chunk, then the caller walks away
+            return chat.get_history()
+
+        history = await asyncio.to_thread(leave_early)
+    assert history == []
+
+
+async def test_g3_aggregate_async_awaits_what_on_chunk_returns() -> None:
+    async with FakeGemini(streamed_args_scenario()[1:]) as server:
+        client = client_for(server)
+        seen: list[str] = []
+
+        async def show(chunk: Any, deltas: list[Any]) -> None:
+            await asyncio.sleep(0)
+            seen.extend(d.text for d in deltas if type(d).__name__ == "TextDelta")
+
+        response = await fastagg_genai.aggregate_async(
+            client.aio.models.generate_content_stream(model=MODEL, contents="hi"), on_chunk=show
+        )
+    assert "".join(seen) == response.text == STREAMED_ANSWER

@@ -102,3 +102,37 @@ def test_y3_refuses_an_untested_pydantic_ai(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(fastagg_pydantic_ai, "PYDANTIC_AI_VERSION", "9.0.0")
     with pytest.raises(RuntimeError, match=r"tested with pydantic-ai 2\.68\.x, not 9\.0\.0"):
         fastagg_pydantic_ai.GoogleModel(MODEL, provider=GoogleProvider(api_key="k"))
+
+
+async def test_y2_whole_calls_keeps_other_parts_and_releases_calls_in_turn_order() -> None:
+    from fastagg.testing import chunk, text, thought
+
+    payloads = [
+        chunk(thought("hm")),
+        *interleaved_calls_scenario()[0].chunks[1:],
+        chunk(text("after")),
+    ]
+    # Leave the weather call open at the end: it must come on a last chunk.
+    payloads = [
+        p
+        for p in payloads
+        if p["candidates"][0].get("content", {}).get("parts")
+        != [{"functionCall": {"id": "fc_weather"}}]
+    ]
+
+    async def source() -> Any:
+        for payload in payloads:
+            yield types.GenerateContentResponse.model_validate(payload)
+
+    out = [c async for c in fastagg_pydantic_ai.whole_calls(source())]
+    parts = [
+        p for c in out for cand in c.candidates or [] if cand.content for p in cand.content.parts
+    ]
+    assert [p.thought for p in parts if p.text] == [True, None]
+    calls = [(p.function_call.id, p.function_call.args) for p in parts if p.function_call]
+    assert calls == [
+        ("fc_note", INTERLEAVED_CALLS[0][1]),
+        ("fc_weather", INTERLEAVED_CALLS[1][1]),
+    ]
+    assert parts[1].thought_signature is not None  # the first call keeps the step's signature
+    assert len(out) == len(payloads) + 1
