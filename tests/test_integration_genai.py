@@ -239,3 +239,15 @@ async def test_g3_aggregate_async_awaits_what_on_chunk_returns() -> None:
             client.aio.models.generate_content_stream(model=MODEL, contents="hi"), on_chunk=show
         )
     assert "".join(seen) == response.text == STREAMED_ANSWER
+
+
+async def test_g3_an_http_error_before_any_chunk_is_the_sdks_own() -> None:
+    from fastagg.testing import Step
+
+    async with FakeGemini([Step(http_error=429)]) as server:
+        client = client_for(server)
+        with pytest.raises(errors.ClientError) as info:
+            await fastagg_genai.aggregate_async(
+                client.aio.models.generate_content_stream(model=MODEL, contents="hi")
+            )
+    assert info.value.code == 429

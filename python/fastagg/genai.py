@@ -92,7 +92,8 @@ def aggregate(
     ``on_chunk(chunk, deltas)`` is called for every chunk with the fastagg
     deltas it produced (``TextDelta``, ``CallStart``, ``ArgDelta``, ``CallEnd``
     ...), so a UI can keep streaming. Raises :class:`StreamInterrupted` when
-    the stream fails mid-way (G3).
+    the stream fails after a chunk came (G3); a failure before any chunk
+    (an HTTP error) is the SDK's exception, unchanged.
     """
     agg = StreamAggregator()
     iterator = iter(stream)
@@ -102,6 +103,8 @@ def aggregate(
         except StopIteration:
             break
         except Exception as exc:
+            if agg.events_seen == 0:
+                raise  # nothing received: the SDK's own error, unchanged (G3)
             raise _interrupted(agg, exc) from exc
         deltas = agg.feed_chunk(chunk)
         if on_chunk is not None:
@@ -121,10 +124,7 @@ async def aggregate_async(
     ``on_chunk`` returns is awaited before the next chunk is read.
     """
     agg = StreamAggregator()
-    try:
-        source = await stream if inspect.isawaitable(stream) else stream
-    except Exception as exc:
-        raise _interrupted(agg, exc) from exc
+    source = await stream if inspect.isawaitable(stream) else stream
     iterator = aiter(source)
     while True:
         try:
@@ -132,6 +132,8 @@ async def aggregate_async(
         except StopAsyncIteration:
             break
         except Exception as exc:
+            if agg.events_seen == 0:
+                raise  # nothing received: the SDK's own error, unchanged (G3)
             raise _interrupted(agg, exc) from exc
         deltas = agg.feed_chunk(chunk)
         if on_chunk is not None:
@@ -234,6 +236,8 @@ class ChatStream(Iterator["GenerateContentResponse"]):
             self.response = _record(self._chat, self._histories, self.result)
             raise
         except Exception as exc:
+            if self._agg.events_seen == 0:
+                raise
             raise _interrupted(self._agg, exc) from exc
         self._agg.feed_chunk(chunk)
         return chunk
@@ -270,6 +274,8 @@ class AsyncChatStream(AsyncIterator["GenerateContentResponse"]):
             self.response = _record(self._chat, self._histories, self.result)
             raise
         except Exception as exc:
+            if self._agg.events_seen == 0:
+                raise
             raise _interrupted(self._agg, exc) from exc
         self._agg.feed_chunk(chunk)
         return chunk
