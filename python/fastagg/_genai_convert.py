@@ -7,7 +7,6 @@ an ``ImportError`` that names the extra to install.
 
 from __future__ import annotations
 
-import copy
 import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,7 @@ def require_genai(what: str) -> ModuleType:
 
 
 def to_genai(data: dict[str, Any], stacklevel: int = 2) -> GenerateContentResponse:
-    """``data`` (an ``AggregatedResponse.to_dict()``) as a ``GenerateContentResponse``.
+    """``data`` (a fresh ``AggregatedResponse.to_dict()``, changed here) as a ``GenerateContentResponse``.
 
     G1: the in-stream ``error`` object (the SDK's response type has no place
     for it) and every key the installed SDK refuses are left out, each named
@@ -49,7 +48,6 @@ def to_genai(data: dict[str, Any], stacklevel: int = 2) -> GenerateContentRespon
     import pydantic
 
     types = require_genai("to_genai()")
-    data = copy.copy(data)
     dropped: list[str] = []
     if "error" in data:
         error = data.pop("error")
@@ -79,19 +77,15 @@ def to_genai(data: dict[str, Any], stacklevel: int = 2) -> GenerateContentRespon
 
 
 def _remove(data: Any, path: tuple[Any, ...]) -> bool:
-    """Delete ``path`` from ``data``, copying each container on the way (the input is shared)."""
+    """Delete ``path`` from ``data`` (a fresh ``to_dict()``, changed in place)."""
     if not path:
         return False
     parent = data
     for key in path[:-1]:
         try:
-            child = parent[key]
+            parent = parent[key]
         except (KeyError, IndexError, TypeError):
             return False
-        if isinstance(child, (dict, list)):
-            child = copy.copy(child)
-            parent[key] = child
-        parent = child
     last = path[-1]
     if isinstance(parent, dict) and last in parent:
         del parent[last]
