@@ -42,7 +42,7 @@ from typing import Any
 import fastagg
 
 from . import contenders as C
-from . import corpus
+from . import corpus, sdk_chunks
 
 __all__ = ["main"]
 
@@ -595,6 +595,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("giant_arg scaling and memory (fastagg, deltas=False)", giant_markdown),
             ("Chunk sizes from 1 byte to 1 MiB (fastagg, deltas=False)", sweep_markdown),
             ("Agent-loop cost", loop_markdown),
+            (
+                "feed_chunk() of google-genai objects (integrations G4)",
+                lambda settings: sdk_chunks.sdk_chunks_markdown(settings, _time),
+            ),
         ]
         for title, section in extras:
             progress(f"section: {title}")

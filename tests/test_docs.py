@@ -1,69 +1,79 @@
-"""What a user reads: help() of the aggregator, the stub's docstrings, the Delta alias, and
-rule citations that point at files the user has (the repository stands alone)."""
+"""Every Python block of docs/*.md runs as written and prints the ```text block after it;
+examples/ scripts for the frameworks run too (issue 10: "each code block run by the tests").
+
+A block that uses a framework or google-genai is skipped where that is not
+installed (CI runs this file again in the google-genai 2.x venv with ADK and
+pydantic-ai).
+"""
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import re
-import typing
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-import fastagg
-
 ROOT = Path(__file__).resolve().parent.parent
-STUB = ROOT / "python" / "fastagg" / "_fastagg.pyi"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+# (doc, index, code, expected stdout)
+BLOCKS = [
+    (doc.name, i, code, expected)
+    for doc in DOCS
+    for i, (code, expected) in enumerate(
+        re.findall(r"```python\n(.*?)```\n+```text\n(.*?)```", doc.read_text(), re.S)
+    )
+]
+NEEDS = {
+    "google.adk": "google.adk",
+    "integrations import adk": "google.adk",
+    "pydantic_ai": "pydantic_ai",
+    "google.genai": "google.genai",
+    "fastagg.genai": "google.genai",
+}
+EXAMPLES = {
+    "genai_chat.py": "google.genai",
+    "adk_agent.py": "google.adk",
+    "pydantic_ai_agent.py": "pydantic_ai",
+}
 
 
-@pytest.mark.parametrize("option", ["deltas", "strict", "max_event_bytes", "max_array_index"])
-def test_help_of_stream_aggregator_explains_every_option(option: str) -> None:
-    doc = fastagg.StreamAggregator.__doc__ or ""
-    assert re.search(rf"^- `{option}=[^`]+`[ :]", doc, re.M), (
-        f"help(StreamAggregator) lacks {option}"
+def _require(code: str) -> None:
+    for marker, module in NEEDS.items():
+        if marker in code and importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs {module}, which is not installed here")
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
 
 
-def test_help_of_feed_says_what_it_returns_and_raises() -> None:
-    doc = fastagg.StreamAggregator.feed.__doc__ or ""
-    assert "returns the deltas" in doc
-    assert "MalformedStreamError" in doc and "AggregatorClosed" in doc
+def test_every_doc_has_a_checked_block() -> None:
+    assert {doc.name for doc in DOCS} <= {name for name, _, _, _ in BLOCKS}
+    for doc in DOCS:
+        text = doc.read_text()
+        assert text.count("```python") == len([b for b in BLOCKS if b[0] == doc.name]), doc.name
 
 
-def test_every_public_method_and_property_of_the_stub_has_a_docstring() -> None:
-    tree = ast.parse(STUB.read_text(encoding="utf-8"))
-    missing = []
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        if ast.get_docstring(cls) is None:
-            missing.append(cls.name)
-        for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
-            if not fn.name.startswith("_") and ast.get_docstring(fn) is None:
-                missing.append(f"{cls.name}.{fn.name}")
-    # Deltas and SseEvent are plain records: their fields are documented by the class.
-    assert missing == []
+@pytest.mark.parametrize(
+    ("doc", "index", "code", "expected"), BLOCKS, ids=[f"{b[0]}-{b[1]}" for b in BLOCKS]
+)
+def test_doc_block_runs_and_prints_what_it_says(
+    doc: str, index: int, code: str, expected: str
+) -> None:
+    _require(code)
+    done = _run(["-W", "ignore::DeprecationWarning", "-c", code])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
 
 
-def test_delta_alias_is_the_union_of_the_six_delta_classes() -> None:
-    assert set(typing.get_args(fastagg.Delta)) == {
-        fastagg.TextDelta,
-        fastagg.CallStart,
-        fastagg.ArgDelta,
-        fastagg.CallEnd,
-        fastagg.Finish,
-        fastagg.StreamError,
-    }
-    assert isinstance(fastagg.TextDelta(0, 0, "a", False), fastagg.Delta)  # type: ignore[arg-type]
-
-
-def test_cited_spec_files_exist_in_the_repository() -> None:
-    """Every `spec/...md` path named in the package, the README or the docs exists here."""
-    sources = [*(ROOT / "python" / "fastagg").rglob("*.py"), STUB, ROOT / "README.md"]
-    sources += [*(ROOT / "docs").glob("*.md"), *(ROOT / "rust").rglob("*.rs")]
-    cited: set[str] = set()
-    for path in sources:
-        cited |= set(re.findall(r"\bspec/[\w/.-]+\.md\b", path.read_text(encoding="utf-8")))
-    assert cited, "no citation found: the scan is broken"
-    assert sorted(c for c in cited if not (ROOT / c).is_file()) == []
-    outside = "../" + "shared"  # spelled apart so the vendoring test's own scan passes this file
-    for path in sources:
-        assert outside not in path.read_text(encoding="utf-8"), path
+@pytest.mark.parametrize("script", sorted(EXAMPLES))
+def test_framework_example_runs(script: str) -> None:
+    _require(EXAMPLES[script])
+    done = _run(["-W", "ignore::DeprecationWarning", f"examples/{script}"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("ok:"), done.stdout

@@ -6,6 +6,7 @@ Rules: ``spec/contract/aggregation.md``, ``spec/aggregation.md``; API: ``spec/co
 from collections.abc import Mapping
 from typing import Any, TypeAlias, final
 
+from google.genai.types import GenerateContentResponse
 from typing_extensions import Self
 
 __all__ = [
@@ -179,8 +180,9 @@ class AggregatedResponse:
         """A GenerateContentResponse-shaped dict of the aggregate (fresh objects)."""
     def to_json(self) -> bytes:
         """``to_dict()`` as compact UTF-8 JSON."""
-    def to_genai(self) -> Any:
-        """The aggregate as a ``google.genai.types.GenerateContentResponse`` (needs google-genai)."""
+    def to_genai(self) -> GenerateContentResponse:
+        """The aggregate as a ``google.genai.types.GenerateContentResponse`` (needs the
+        ``fastagg[genai]`` extra); what the SDK cannot hold is reported by a warning (G1)."""
 
 @final
 class StreamAggregator:

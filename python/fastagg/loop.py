@@ -33,6 +33,7 @@ from . import ArgDelta as _AggArgDelta
 from . import CallStart as _AggCallStart
 from . import StreamAggregator
 from . import TextDelta as _AggTextDelta
+from ._sdk_request import loop_inputs
 from .client import retry_info_delay
 from .errors import MalformedStreamError, ProviderError
 from .events import (
@@ -119,7 +120,9 @@ async def run_turn(
     ``cachedContent`` ...) merged into every request; a ``tools`` list in it is
     sent after the function declarations. ``on_event`` receives every
     :mod:`fastagg.events` event as it happens; when it returns an awaitable, that
-    is awaited before the turn goes on; its exceptions propagate.
+    is awaited before the turn goes on; its exceptions propagate. google-genai
+    ``Content`` objects (in ``contents`` or as ``system_instruction``) and a
+    ``GenerateContentConfig`` as ``config`` are accepted too (G5).
     ``history_origin`` says which model and backend produced ``contents`` (one
     :class:`~fastagg.signatures.Origin`, or one per content, None for unknown);
     ``signature_policy`` says what to do with signatures the target model
@@ -231,6 +234,10 @@ class _Turn:
         origins: Origin | Sequence[Origin | None] | None = None,
         policy: SignaturePolicy | str = SignaturePolicy.AUTO,
     ) -> None:
+        # google-genai Content / GenerateContentConfig objects become REST dicts (G5).
+        contents, tools, system_instruction, config = loop_inputs(
+            contents, tools, system_instruction, config
+        )
         self.model = model
         self.limits = limits = limits if limits is not None else TurnLimits()
         self.abort = abort

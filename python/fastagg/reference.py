@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from ._chunks import chunk_to_mapping
+from ._genai_convert import to_genai
 from .errors import AggregatorClosed, MalformedStreamError
 
 if TYPE_CHECKING:
@@ -1704,10 +1705,13 @@ class AggregatedResponse:
         return out
 
     def to_genai(self) -> genai_types.GenerateContentResponse:
-        """The aggregate as a google-genai ``GenerateContentResponse`` (needs google-genai)."""
-        from google.genai import types
+        """The aggregate as a google-genai ``GenerateContentResponse`` (needs google-genai).
 
-        return types.GenerateContentResponse.model_validate(self.to_dict())
+        What the installed SDK cannot hold (the in-stream ``error``, keys it
+        does not know) is left out and named in a ``GenaiConversionWarning``
+        (integrations G1).
+        """
+        return to_genai(self.to_dict(), stacklevel=3)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AggregatedResponse):

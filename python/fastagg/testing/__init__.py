@@ -10,6 +10,15 @@ async with FakeGemini([Step([chunk(text("Hi")), final(signature("s"))])]) as ser
 
 from __future__ import annotations
 
+from .agent_scenarios import (
+    AGENT_PROMPT,
+    INTERLEAVED_ANSWER,
+    INTERLEAVED_CALLS,
+    STREAMED_ANSWER,
+    STREAMED_CALLS,
+    interleaved_calls_scenario,
+    streamed_args_scenario,
+)
 from .chunks import (
     call,
     chunk,
@@ -37,9 +46,14 @@ from .scenarios import (
 from .validate import Rejection, validate_request
 
 __all__ = [
+    "AGENT_PROMPT",
     "DEMO_PROMPT",
+    "INTERLEAVED_ANSWER",
+    "INTERLEAVED_CALLS",
     "RUNAWAY_PROMPT",
     "STALLED_PROMPT",
+    "STREAMED_ANSWER",
+    "STREAMED_CALLS",
     "FakeGemini",
     "RecordedRequest",
     "Rejection",
@@ -52,12 +66,14 @@ __all__ = [
     "demo_tools",
     "error_chunk",
     "final",
+    "interleaved_calls_scenario",
     "load_script",
     "malformed_call",
     "runaway_scenario",
     "signature",
     "signature_part",
     "stalled_scenario",
+    "streamed_args_scenario",
     "streamed_call",
     "text",
     "thought",

@@ -836,11 +836,12 @@ impl AggregatedResponse {
         Ok(PyBytes::new(py, &bytes))
     }
     /// The aggregate as a `google.genai.types.GenerateContentResponse` (needs google-genai).
+    ///
+    /// What the installed SDK cannot hold is reported, not raised (G1): the
+    /// conversion is shared with the reference in `fastagg._genai_convert`.
     fn to_genai<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let types = py.import("google.genai.types")?;
-        types
-            .getattr("GenerateContentResponse")?
-            .call_method1("model_validate", (self.to_dict(py)?,))
+        py.import("fastagg._genai_convert")?
+            .call_method1("to_genai", (self.to_dict(py)?,))
     }
     fn __repr__(&self) -> String {
         let first = self.first();

@@ -1,0 +1,410 @@
+"""fastagg for google-genai users (extra ``fastagg[genai]``; rules G1-G9 in spec/integrations.md).
+
+- :func:`aggregate` / :func:`aggregate_async`: the chunks of
+  ``generate_content_stream`` in, one ``GenerateContentResponse`` out
+  (signatures byte-exact, streamed arguments assembled, interleaved calls
+  routed by id), with optional per-chunk and per-delta callbacks.
+- :func:`send_message_stream` / :func:`send_message_stream_async`: a chat's
+  ``send_message_stream`` that records ONE aggregated model turn in the
+  chat's history instead of one content per chunk.
+- :class:`GenaiClient`: a :class:`fastagg.ModelClient` over your configured
+  ``genai.Client`` (its auth, Vertex settings and ``HttpOptions``), for
+  :func:`fastagg.run_turn`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+)
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import httpx
+import orjson
+
+from ._chunks import chunk_to_mapping
+from ._fastagg import AggregatedResponse, StreamAggregator
+from ._genai_convert import GenaiConversionWarning, require_genai
+from ._sdk_request import to_sdk
+from .client import RETRYABLE_STATUSES, parse_retry_after, retry_info_delay
+from .errors import FastaggError, ProviderError
+
+types = require_genai("fastagg.genai")
+
+if TYPE_CHECKING:
+    from google.genai import Client
+    from google.genai.chats import AsyncChat, Chat
+    from google.genai.types import GenerateContentResponse
+
+__all__ = [
+    "AsyncChatStream",
+    "ChatStream",
+    "GenaiClient",
+    "GenaiConversionWarning",
+    "StreamInterrupted",
+    "aggregate",
+    "aggregate_async",
+    "send_message_stream",
+    "send_message_stream_async",
+]
+
+OnChunk = Callable[["GenerateContentResponse", list[Any]], Any]
+
+
+class StreamInterrupted(FastaggError):
+    """The SDK's stream raised mid-way (an in-stream error, a dropped connection).
+
+    G3: nothing received is lost: ``partial`` is the ``GenerateContentResponse``
+    of every chunk before the failure (None when none came), ``result`` the
+    same as an :class:`~fastagg.AggregatedResponse`; the SDK's exception is
+    ``__cause__``.
+    """
+
+    def __init__(self, message: str, result: AggregatedResponse) -> None:
+        super().__init__(message)
+        self.result = result
+        self.partial = result.to_genai() if result.candidates else None
+
+
+def _interrupted(agg: StreamAggregator, exc: BaseException) -> StreamInterrupted:
+    result = agg.close()
+    return StreamInterrupted(
+        f"the google-genai stream failed after {agg.events_seen} chunk(s): "
+        f"{type(exc).__name__}: {exc}",
+        result,
+    )
+
+
+def aggregate(
+    stream: Iterable[GenerateContentResponse], *, on_chunk: OnChunk | None = None
+) -> GenerateContentResponse:
+    """Aggregate a ``client.models.generate_content_stream(...)`` iterator into one response.
+
+    ``on_chunk(chunk, deltas)`` is called for every chunk with the fastagg
+    deltas it produced (``TextDelta``, ``CallStart``, ``ArgDelta``, ``CallEnd``
+    ...), so a UI can keep streaming. Raises :class:`StreamInterrupted` when
+    the stream fails after a chunk came (G3); a failure before any chunk
+    (an HTTP error) is the SDK's exception, unchanged.
+    """
+    agg = StreamAggregator()
+    iterator = iter(stream)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            break
+        except Exception as exc:
+            if agg.events_seen == 0:
+                raise  # nothing received: the SDK's own error, unchanged (G3)
+            raise _interrupted(agg, exc) from exc
+        deltas = agg.feed_chunk(chunk)
+        if on_chunk is not None:
+            on_chunk(chunk, deltas)
+    return agg.close().to_genai()
+
+
+async def aggregate_async(
+    stream: AsyncIterable[GenerateContentResponse]
+    | Awaitable[AsyncIterable[GenerateContentResponse]],
+    *,
+    on_chunk: OnChunk | None = None,
+) -> GenerateContentResponse:
+    """:func:`aggregate` for ``client.aio.models.generate_content_stream(...)``.
+
+    Takes the coroutine itself or what it returns; an awaitable that
+    ``on_chunk`` returns is awaited before the next chunk is read.
+    """
+    agg = StreamAggregator()
+    source = await stream if inspect.isawaitable(stream) else stream
+    iterator = aiter(source)
+    while True:
+        try:
+            chunk = await anext(iterator)
+        except StopAsyncIteration:
+            break
+        except Exception as exc:
+            if agg.events_seen == 0:
+                raise  # nothing received: the SDK's own error, unchanged (G3)
+            raise _interrupted(agg, exc) from exc
+        deltas = agg.feed_chunk(chunk)
+        if on_chunk is not None:
+            done = on_chunk(chunk, deltas)
+            if inspect.isawaitable(done):
+                await done
+    return agg.close().to_genai()
+
+
+# ---------------------------------------------------------------- chats
+
+
+def _check_chat(chat: Any, config: Any) -> tuple[list[Any], list[Any]]:
+    """The chat's two history lists, after G7's checks (before anything is sent)."""
+    effective = config if config is not None else getattr(chat, "_config", None)
+    tools = getattr(effective, "tools", None) or (
+        effective.get("tools") if isinstance(effective, dict) else None
+    )
+    afc = getattr(effective, "automatic_function_calling", None)
+    if isinstance(effective, dict):
+        afc = effective.get("automatic_function_calling")
+    disabled = bool(getattr(afc, "disable", None) or (isinstance(afc, dict) and afc.get("disable")))
+    if tools and any(callable(t) for t in tools) and not disabled:
+        raise ValueError(
+            "send_message_stream: the chat's config has Python functions as tools, so the "
+            "SDK would run them on each partial chunk (automatic function calling). Pass "
+            "config=GenerateContentConfig(tools=[...], automatic_function_calling="
+            "AutomaticFunctionCallingConfig(disable=True)) and run the calls of the aggregated "
+            "turn yourself, or use fastagg.run_turn(GenaiClient(client, model), ...)"
+        )
+    comprehensive = chat.get_history()
+    curated = chat.get_history(curated=True)
+    if comprehensive is not chat.get_history() or curated is not chat.get_history(curated=True):
+        import google.genai
+
+        raise RuntimeError(
+            "send_message_stream: this google-genai version "
+            f"({google.genai.__version__}) returns copies from Chat.get_history(), so the "
+            "chat's history cannot be corrected; fastagg was tested with 2.x and 3.x, "
+            "where it returns the history itself"
+        )
+    return comprehensive, curated
+
+
+def _record(
+    chat: Any,
+    histories: tuple[list[Any], list[Any], int, int],
+    result: AggregatedResponse,
+) -> GenerateContentResponse:
+    """Replace what the SDK recorded for this exchange by the one aggregated turn (G7)."""
+    comprehensive, curated, n_comprehensive, n_curated = histories
+    if len(comprehensive) <= n_comprehensive:
+        import google.genai
+
+        raise RuntimeError(
+            f"send_message_stream: google-genai {google.genai.__version__} recorded nothing for "
+            "this message, so there is no turn to correct; fastagg was tested with 2.x and 3.x"
+        )
+    user_input = comprehensive[n_comprehensive]
+    del comprehensive[n_comprehensive:]
+    del curated[n_curated:]
+    content = types.Content.model_validate(result.content)
+    valid = bool(result.parts) and result.finish_reason is not None and result.error is None
+    chat.record_history(
+        user_input=user_input,
+        model_output=[content] if result.parts else [],
+        is_valid=valid,
+    )
+    return result.to_genai()
+
+
+class ChatStream(Iterator["GenerateContentResponse"]):
+    """The chunks of one chat message; iterate it to the end to record the turn.
+
+    After the last chunk, ``response`` is the aggregated
+    ``GenerateContentResponse`` and ``result`` the
+    :class:`~fastagg.AggregatedResponse` (``result.function_calls`` are the
+    calls to run). A stream left early records nothing, like the SDK's.
+    """
+
+    def __init__(self, chat: Chat, message: Any, config: Any = None) -> None:
+        comprehensive, curated = _check_chat(chat, config)
+        self._histories = (comprehensive, curated, len(comprehensive), len(curated))
+        self._chat = chat
+        self._chunks = chat.send_message_stream(message, config=config)
+        self._agg = StreamAggregator()
+        self.response: GenerateContentResponse | None = None
+        self.result: AggregatedResponse | None = None
+
+    def __iter__(self) -> ChatStream:
+        return self
+
+    def __next__(self) -> GenerateContentResponse:
+        if self.result is not None:
+            raise StopIteration
+        try:
+            chunk = next(self._chunks)
+        except StopIteration:
+            self.result = self._agg.close()
+            self.response = _record(self._chat, self._histories, self.result)
+            raise
+        except Exception as exc:
+            if self._agg.events_seen == 0:
+                raise
+            raise _interrupted(self._agg, exc) from exc
+        self._agg.feed_chunk(chunk)
+        return chunk
+
+
+class AsyncChatStream(AsyncIterator["GenerateContentResponse"]):
+    """:class:`ChatStream` for an ``AsyncChat`` (``async for``)."""
+
+    def __init__(self, chat: AsyncChat, message: Any, config: Any = None) -> None:
+        comprehensive, curated = _check_chat(chat, config)
+        self._histories = (comprehensive, curated, len(comprehensive), len(curated))
+        self._chat = chat
+        self._message = message
+        self._config = config
+        self._chunks: AsyncIterator[GenerateContentResponse] | None = None
+        self._agg = StreamAggregator()
+        self.response: GenerateContentResponse | None = None
+        self.result: AggregatedResponse | None = None
+
+    def __aiter__(self) -> AsyncChatStream:
+        return self
+
+    async def __anext__(self) -> GenerateContentResponse:
+        if self.result is not None:
+            raise StopAsyncIteration
+        try:
+            if self._chunks is None:
+                self._chunks = aiter(
+                    await self._chat.send_message_stream(self._message, config=self._config)
+                )
+            chunk = await anext(self._chunks)
+        except StopAsyncIteration:
+            self.result = self._agg.close()
+            self.response = _record(self._chat, self._histories, self.result)
+            raise
+        except Exception as exc:
+            if self._agg.events_seen == 0:
+                raise
+            raise _interrupted(self._agg, exc) from exc
+        self._agg.feed_chunk(chunk)
+        return chunk
+
+
+def send_message_stream(chat: Chat, message: Any, config: Any = None) -> ChatStream:
+    """``chat.send_message_stream(message)`` that records one aggregated model turn (G7).
+
+    Yields the SDK's chunks unchanged. When the stream ends, the history holds
+    the user message and one model content with every part signature-exact
+    (streamed arguments assembled), valid for the next request exactly when
+    the aggregate finished without an error.
+    """
+    return ChatStream(chat, message, config)
+
+
+def send_message_stream_async(chat: AsyncChat, message: Any, config: Any = None) -> AsyncChatStream:
+    """:func:`send_message_stream` for ``client.aio.chats`` (use ``async for``, no ``await``)."""
+    return AsyncChatStream(chat, message, config)
+
+
+# ---------------------------------------------------------------- ModelClient
+
+
+class GenaiClient:
+    """A :class:`fastagg.ModelClient` that sends through your ``genai.Client`` (G6).
+
+    ``run_turn(GenaiClient(client, "gemini-3-flash-preview"), contents,
+    tools=[...])`` keeps the client's credentials, Vertex settings and
+    ``HttpOptions``. Each request is converted to SDK objects before sending
+    (a field the SDK cannot express raises ``ValueError``), each received
+    chunk is re-encoded as one SSE event for the loop's aggregator; SDK
+    errors become :class:`~fastagg.ProviderError` (an error after the first
+    chunk is an in-stream error event, as on the wire).
+    """
+
+    def __init__(self, client: Client, model: str) -> None:
+        self.client = client
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"GenaiClient(model={self.model!r})"
+
+    def stream(
+        self, request: dict[str, Any], *, timeout: float | None
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
+        """Send ``request`` (REST camelCase) through the SDK; the body as SSE bytes."""
+        contents, config = to_sdk(request, timeout, types)
+        return self._open(contents, config)
+
+    @contextlib.asynccontextmanager
+    async def _open(self, contents: list[Any], config: Any) -> AsyncIterator[AsyncIterator[bytes]]:
+        try:
+            chunks = await self.client.aio.models.generate_content_stream(
+                model=self.model, contents=contents, config=config
+            )
+        except _sdk_failures() as exc:
+            raise _provider_error(exc, started=False) from exc
+        body = _sse(chunks)
+        try:
+            yield body
+        finally:
+            await body.aclose()
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+
+
+async def _sse(chunks: AsyncIterator[GenerateContentResponse]) -> AsyncGenerator[bytes, None]:
+    started = False
+    try:
+        async for chunk in chunks:
+            started = True
+            yield b"data: " + orjson.dumps(chunk_to_mapping(chunk)) + b"\r\n\r\n"
+    except _sdk_failures() as exc:
+        error = _provider_error(exc, started=started)
+        if error.kind != "in-stream":
+            raise error from exc
+        yield b"data: " + orjson.dumps({"error": error.body}) + b"\r\n\r\n"
+
+
+def _provider_error(exc: BaseException, *, started: bool) -> ProviderError:
+    """An SDK or transport exception as the ProviderError GeminiClient would raise (G6)."""
+    from google.genai import errors
+
+    if isinstance(exc, errors.APIError):
+        details = exc.details if isinstance(exc.details, dict) else {}
+        inner = details.get("error") if isinstance(details.get("error"), dict) else details
+        body = {"code": exc.code, "message": exc.message or "", "status": exc.status}
+        if isinstance(inner, dict) and inner.get("details") is not None:
+            body["details"] = inner["details"]
+        response = getattr(exc, "response", None)
+        http_status = getattr(response, "status_code", None) or getattr(response, "status", None)
+        # An error event inside a 200 stream: the SDK raises it like an HTTP error.
+        if started or http_status == 200:
+            return ProviderError(
+                exc.code,
+                exc.status,
+                exc.message or str(exc),
+                exc.code in RETRYABLE_STATUSES,
+                retry_info_delay(body.get("details")),
+                kind="in-stream",
+                body=body,
+            )
+        headers = getattr(response, "headers", None) or {}
+        retry_after = parse_retry_after(headers.get("retry-after")) or retry_info_delay(
+            body.get("details")
+        )
+        return ProviderError(
+            exc.code,
+            exc.status,
+            exc.message or str(exc),
+            exc.code in RETRYABLE_STATUSES,
+            retry_after,
+            kind="http",
+            body=details or None,
+        )
+    name = type(exc).__name__
+    if isinstance(exc, (TimeoutError, httpx.TimeoutException, aiohttp.ServerTimeoutError)):
+        return ProviderError(
+            None, "DEADLINE_EXCEEDED", f"timed out: {name}: {exc}", True, kind="timeout"
+        )
+    return ProviderError(
+        None, "CONNECTION", f"connection failed: {name}: {exc}", True, kind="connection"
+    )
+
+
+def _sdk_failures() -> tuple[type[Exception], ...]:
+    """What the SDK raises for a failed exchange: its APIError, or the transport's errors."""
+    from google.genai import errors
+
+    return (errors.APIError, httpx.TransportError, aiohttp.ClientError, OSError, TimeoutError)
