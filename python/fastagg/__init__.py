@@ -6,9 +6,7 @@ loop (``run_turn``, ``stream_turn``) is asyncio Python.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError as _NotInstalled
-from importlib.metadata import version as _version
-from typing import Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ._fastagg import (
     AggregatedResponse,
@@ -23,9 +21,7 @@ from ._fastagg import (
     StreamError,
     TextDelta,
 )
-
-# The turn loop imports the aggregator from this package, so it comes after it.
-from .client import GeminiClient
+from ._version import __version__ as __version__
 from .errors import (
     AggregatorClosed,
     FastaggError,
@@ -33,23 +29,26 @@ from .errors import (
     MalformedStreamError,
     ProviderError,
 )
-from .events import (
-    Lifecycle,
-    StepEnd,
-    StepStart,
-    ThoughtDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    TurnEnd,
-    TurnEvent,
-)
-from .limits import StopReason, TurnLimits, TurnResult
-from .loop import run_turn, stream_turn
-from .model import ModelClient
-from .request import check_request, map_finish_reason, strip_signatures
-from .signatures import Origin, SignaturePolicy
-from .tools import Tool, ToolContext, tool
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from .client import GeminiClient
+    from .events import (
+        Lifecycle,
+        StepEnd,
+        StepStart,
+        ThoughtDelta,
+        ToolCallDelta,
+        ToolCallEnd,
+        ToolCallStart,
+        TurnEnd,
+        TurnEvent,
+    )
+    from .limits import StopReason, TurnLimits, TurnResult
+    from .loop import run_turn, stream_turn
+    from .model import ModelClient
+    from .request import check_request, map_finish_reason, strip_signatures
+    from .signatures import Origin, SignaturePolicy
+    from .tools import Tool, ToolContext, tool
 
 Delta = Union[TextDelta, CallStart, ArgDelta, CallEnd, Finish, StreamError]  # noqa: UP007
 """What ``StreamAggregator.feed()`` returns a list of: one of the six delta classes.
@@ -58,10 +57,48 @@ A runtime alias (usable in ``isinstance`` and ``match``); the ``X | Y`` form of 
 needs Python 3.10's ``types.UnionType``, which ``typing.get_args`` reads the same way.
 """
 
-try:
-    __version__ = _version("fastagg")
-except _NotInstalled:  # pragma: no cover - running from a source tree without install
-    __version__ = "0+unknown"
+# The turn loop, the HTTP client and their helpers load on first use (PEP 562), so that
+# `from fastagg import StreamAggregator` pays for the extension only, not for asyncio,
+# httpx or aiohttp (spec/performance addendum R1).
+_LAZY = {
+    "GeminiClient": "client",
+    **dict.fromkeys(
+        (
+            "Lifecycle",
+            "StepEnd",
+            "StepStart",
+            "ThoughtDelta",
+            "ToolCallDelta",
+            "ToolCallEnd",
+            "ToolCallStart",
+            "TurnEnd",
+            "TurnEvent",
+        ),
+        "events",
+    ),
+    **dict.fromkeys(("StopReason", "TurnLimits", "TurnResult"), "limits"),
+    **dict.fromkeys(("run_turn", "stream_turn"), "loop"),
+    "ModelClient": "model",
+    **dict.fromkeys(("check_request", "map_finish_reason", "strip_signatures"), "request"),
+    **dict.fromkeys(("Origin", "SignaturePolicy"), "signatures"),
+    **dict.fromkeys(("Tool", "ToolContext", "tool"), "tools"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastagg' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "AggregatedResponse",
