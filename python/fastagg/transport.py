@@ -1,0 +1,385 @@
+"""HTTP transports for :class:`fastagg.GeminiClient`: one class per HTTP stack.
+
+A transport POSTs a serialized request and hands back a :class:`Response`:
+status, reason, headers, and the raw body chunks as an async iterator. Both
+map their own exceptions to :class:`~fastagg.errors.ProviderError`
+(``kind="timeout"`` or ``kind="connection"``), so retries and error messages
+are the same whichever stack reads the bytes (H3-H6 in ``spec/turn-loop.md``).
+
+``AiohttpTransport`` is the default: over loopback it reads a body for about
+a third of httpx's CPU (its HTTP parser is C; ``benches/e2e.py`` measures
+both). ``HttpxTransport`` stays for users who already hold an
+``httpx.AsyncClient``.
+
+The hot path is one ``__anext__`` frame per chunk around the stack's own read
+(H6): no wrapper generator, no re-chunking, no copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import aiohttp
+import httpx
+
+from .errors import ProviderError
+
+__all__ = [
+    "AiohttpTransport",
+    "HttpxTransport",
+    "Response",
+    "Transport",
+    "make_transport",
+]
+
+# Without a per-request timeout, connecting is bounded and reading is not:
+# a thinking model may be silent for minutes, and the turn loop owns the clocks (H1).
+CONNECT_TIMEOUT = 30.0
+POOL_TIMEOUT = 60.0
+WRITE_TIMEOUT = 60.0
+MAX_CONNECTIONS = 100
+MAX_KEEPALIVE = 20
+
+
+@runtime_checkable
+class Response(Protocol):
+    """One streaming HTTP response; iterating it yields the raw body chunks.
+
+    Iteration raises :class:`ProviderError` (``kind="connection"`` or
+    ``"timeout"``) when the transport fails mid-body; every byte received
+    before the failure has been yielded first.
+    """
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]  # case-insensitive
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def __anext__(self) -> bytes: ...
+
+    async def read_error_body(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the (error) body; a transport failure ends it quietly."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the response; the connection goes back to the pool only when the body was read."""
+        ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What ``GeminiClient`` needs from an HTTP stack (H3)."""
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
+    ) -> Response:
+        """POST ``body``; return once the status line and headers arrived.
+
+        ``timeout`` (seconds, a plain per-request float) bounds connecting and
+        every wait for bytes; None bounds only connecting (H1). Raises
+        :class:`ProviderError` for transport failures and timeouts.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connection pool (only when the transport created it)."""
+        ...
+
+
+def _timeout_error(exc: BaseException, where: str) -> ProviderError:
+    name = type(exc).__name__
+    return ProviderError(
+        None,
+        "DEADLINE_EXCEEDED",
+        f"timed out {where}: {name}: {str(exc) or name}",
+        True,
+        kind="timeout",
+    )
+
+
+def _connection_error(exc: BaseException, where: str) -> ProviderError:
+    name = type(exc).__name__
+    return ProviderError(
+        None,
+        "CONNECTION",
+        f"connection failed {where}: {name}: {str(exc) or name}",
+        True,
+        kind="connection",
+    )
+
+
+_BEFORE = "before the response started"
+
+
+def _during(received: int) -> str:
+    return f"after {received} bytes of the body"
+
+
+# --------------------------------------------------------------------------
+# aiohttp (the default)
+# --------------------------------------------------------------------------
+
+
+class AiohttpTransport:
+    """Streams over an ``aiohttp.ClientSession`` (the default transport).
+
+    Without ``session`` it creates one on first use: a ``TCPConnector`` with
+    100 connections, HTTP/1.1 keep-alive, proxies and ``.netrc`` from the
+    environment (``trust_env=True``) and the system's TLS trust store. A
+    given ``session`` is used as it is and is not closed by :meth:`aclose`.
+    aiohttp has no write timeout: a stalled upload is bounded by the turn's
+    own clocks (H5).
+    """
+
+    def __init__(self, session: aiohttp.ClientSession | None = None) -> None:
+        self._session = session
+        self._owns = session is None
+        # Timeout objects are immutable: build the default once.
+        self._default_timeout = aiohttp.ClientTimeout(
+            total=None, connect=POOL_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=None
+        )
+
+    def _open_session(self) -> aiohttp.ClientSession:
+        # Created lazily: a ClientSession must be made inside a running event loop.
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0),
+            trust_env=True,
+            timeout=self._default_timeout,
+        )
+        return self._session
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
+    ) -> AiohttpResponse:
+        """POST ``body`` to ``url`` (see :meth:`Transport.post`)."""
+        session = self._session if self._session is not None else self._open_session()
+        if timeout is None:
+            client_timeout = self._default_timeout
+        else:
+            t = max(timeout, 0.001)
+            client_timeout = aiohttp.ClientTimeout(
+                total=None, connect=t, sock_connect=t, sock_read=t
+            )
+        try:
+            response = await session.post(url, data=body, headers=headers, timeout=client_timeout)
+        except TimeoutError as exc:  # aiohttp's timeouts are TimeoutError subclasses
+            raise _timeout_error(exc, _BEFORE) from exc
+        except aiohttp.InvalidURL:
+            raise
+        except aiohttp.ClientError as exc:
+            raise _connection_error(exc, _BEFORE) from exc
+        return AiohttpResponse(response)
+
+    async def aclose(self) -> None:
+        """Close the session (only when this transport created it)."""
+        if self._owns and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession | None:
+        """The ``aiohttp.ClientSession`` in use (None before the first request)."""
+        return self._session
+
+
+class AiohttpResponse:
+    """The body of one aiohttp response: ``content.readany()`` per chunk (H6)."""
+
+    __slots__ = ("_readany", "_received", "_response", "headers", "reason", "status")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.status = response.status
+        self.reason = response.reason or ""
+        self.headers: Mapping[str, str] = response.headers
+        # readany() returns everything buffered at once (one feed() per socket
+        # read, not per HTTP chunk); the content is already decoded when the
+        # response has a Content-Encoding.
+        self._readany = response.content.readany
+        self._received = 0
+
+    def __aiter__(self) -> AiohttpResponse:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._readany()
+        except TimeoutError as exc:
+            raise _timeout_error(exc, _during(self._received)) from exc
+        except aiohttp.ClientError as exc:
+            rest = self._buffered()
+            if rest:
+                # H7: readany() raises as soon as the connection is lost, even
+                # with bytes still buffered; hand those out first. The reader
+                # keeps its exception, so the next call raises it.
+                self._received += len(rest)
+                return rest
+            raise _connection_error(exc, _during(self._received)) from exc
+        if not chunk:
+            raise StopAsyncIteration
+        self._received += len(chunk)
+        return chunk
+
+    def _buffered(self) -> bytes:
+        # aiohttp has no public way to read past a stored exception; its
+        # StreamReader keeps unread bytes in ``_buffer`` (since aiohttp 3.0).
+        reader = self._response.content
+        buffer = getattr(reader, "_buffer", None)
+        if not buffer:
+            return b""
+        rest = b"".join(buffer)
+        buffer.clear()
+        return rest
+
+    async def read_error_body(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the body (see :meth:`Response.read_error_body`)."""
+        raw = bytearray()
+        try:
+            while len(raw) < limit:
+                piece = await self._response.content.readany()
+                if not piece:
+                    break
+                raw += piece
+        except (TimeoutError, aiohttp.ClientError):
+            pass  # the status is what matters; keep what arrived
+        return bytes(raw[:limit])
+
+    async def aclose(self) -> None:
+        """Release the connection: back to the pool after a full body, closed otherwise."""
+        # release() closes the connection when the payload is incomplete.
+        self._response.release()
+
+
+# --------------------------------------------------------------------------
+# httpx
+# --------------------------------------------------------------------------
+
+
+class HttpxTransport:
+    """Streams over an ``httpx.AsyncClient``.
+
+    Without ``client`` it creates one: 100 connections, 20 kept alive,
+    proxies from the environment, certifi's trust store. A given ``client``
+    is used as it is and is not closed by :meth:`aclose`.
+    """
+
+    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
+        self._default_timeout = httpx.Timeout(
+            connect=CONNECT_TIMEOUT, read=None, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
+        )
+        self._owns = client is None
+        self.client = (
+            client
+            if client is not None
+            else httpx.AsyncClient(
+                timeout=self._default_timeout,
+                limits=httpx.Limits(
+                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE
+                ),
+            )
+        )
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
+    ) -> HttpxResponse:
+        """POST ``body`` to ``url`` (see :meth:`Transport.post`)."""
+        http_timeout = (
+            self._default_timeout if timeout is None else httpx.Timeout(max(timeout, 0.001))
+        )
+        request = self.client.build_request(
+            "POST", url, content=body, headers=headers, timeout=http_timeout
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise _timeout_error(exc, _BEFORE) from exc
+        except httpx.TransportError as exc:
+            raise _connection_error(exc, _BEFORE) from exc
+        return HttpxResponse(response)
+
+    async def aclose(self) -> None:
+        """Close the client (only when this transport created it)."""
+        if self._owns:
+            await self.client.aclose()
+
+
+class HttpxResponse:
+    """The body of one httpx response: ``aiter_raw()`` when nothing is to be decoded (H6)."""
+
+    __slots__ = ("_chunks", "_received", "_response", "headers", "reason", "status")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self.status = response.status_code
+        self.reason = response.reason_phrase
+        self.headers: Mapping[str, str] = response.headers
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        # Raw bytes when nothing is to be decoded: no decoder pass on the hot path.
+        chunks = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
+        self._chunks: Any = chunks.__anext__
+        self._received = 0
+
+    def __aiter__(self) -> HttpxResponse:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk: bytes = await self._chunks()
+        except httpx.TimeoutException as exc:
+            raise _timeout_error(exc, _during(self._received)) from exc
+        except httpx.TransportError as exc:
+            raise _connection_error(exc, _during(self._received)) from exc
+        self._received += len(chunk)
+        return chunk
+
+    async def read_error_body(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the body (see :meth:`Response.read_error_body`)."""
+        raw = bytearray()
+        try:
+            async for piece in self._response.aiter_bytes():
+                raw += piece
+                if len(raw) >= limit:
+                    break
+        except httpx.TransportError:
+            pass  # the status is what matters; keep what arrived
+        return bytes(raw[:limit])
+
+    async def aclose(self) -> None:
+        """Close the response (the connection is reused only after a full body)."""
+        await self._response.aclose()
+
+
+TRANSPORTS = ("aiohttp", "httpx")
+
+
+def make_transport(http_client: Any = None, transport: str | None = None) -> tuple[Transport, bool]:
+    """The transport for ``GeminiClient(http_client=..., transport=...)`` and whether it owns it.
+
+    ``http_client`` may be a :class:`Transport`, an ``aiohttp.ClientSession``
+    or an ``httpx.AsyncClient`` (H4); otherwise ``transport`` names the stack
+    to create (``"aiohttp"``, the default, or ``"httpx"``).
+    """
+    if http_client is not None:
+        if transport is not None:
+            raise ValueError(
+                "pass either http_client= (your own client) or transport= (the stack "
+                "GeminiClient creates), not both"
+            )
+        if isinstance(http_client, aiohttp.ClientSession):
+            return AiohttpTransport(http_client), False
+        if isinstance(http_client, httpx.AsyncClient):
+            return HttpxTransport(http_client), False
+        if isinstance(http_client, Transport):
+            return http_client, False
+        raise TypeError(
+            f"http_client must be an aiohttp.ClientSession, an httpx.AsyncClient or a "
+            f"fastagg.transport.Transport, not {type(http_client).__name__}"
+        )
+    name = "aiohttp" if transport is None else transport
+    if name == "aiohttp":
+        return AiohttpTransport(), True
+    if name == "httpx":
+        return HttpxTransport(), True
+    raise ValueError(f"unknown transport {transport!r}; use one of: {', '.join(TRANSPORTS)}")
