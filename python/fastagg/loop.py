@@ -634,13 +634,19 @@ class _Turn:
                     ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
                 )
         self.last_progress = started = self.loop.time()
-        tasks = [
-            self.loop.create_task(self._call_tool(step, i, call, responses))
-            for i, call in enumerate(calls)
-        ]
+        # One call runs in the turn's own task: a task of its own would cost a
+        # Task, two loop iterations and a context copy per step (L32).
+        tasks = (
+            []
+            if len(calls) == 1
+            else [
+                self.loop.create_task(self._call_tool(step, i, call, responses))
+                for i, call in enumerate(calls)
+            ]
+        )
         try:
-            if len(tasks) == 1:
-                await tasks[0]
+            if not tasks:
+                await self._call_tool(step, 0, calls[0], responses)
             else:
                 await asyncio.gather(*tasks)
         except BaseException:
