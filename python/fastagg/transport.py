@@ -187,7 +187,7 @@ class AiohttpTransport:
 class AiohttpResponse:
     """The body of one aiohttp response: ``content.readany()`` per chunk (H6)."""
 
-    __slots__ = ("_readany", "_received", "_response", "headers", "reason", "status")
+    __slots__ = ("_readany", "_response", "headers", "reason", "status")
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self._response = response
@@ -198,7 +198,6 @@ class AiohttpResponse:
         # read, not per HTTP chunk); the content is already decoded when the
         # response has a Content-Encoding.
         self._readany = response.content.readany
-        self._received = 0
 
     def __aiter__(self) -> AiohttpResponse:
         return self
@@ -207,19 +206,19 @@ class AiohttpResponse:
         try:
             chunk = await self._readany()
         except TimeoutError as exc:
-            raise _timeout_error(exc, _during(self._received)) from exc
+            raise _timeout_error(exc, _during(self._response.content.total_bytes)) from exc
         except aiohttp.ClientError as exc:
             rest = self._buffered()
             if rest:
                 # H7: readany() raises as soon as the connection is lost, even
                 # with bytes still buffered; hand those out first. The reader
                 # keeps its exception, so the next call raises it.
-                self._received += len(rest)
                 return rest
-            raise _connection_error(exc, _during(self._received)) from exc
+            # Nothing is left buffered, so every byte received was yielded:
+            # the reader's own count replaces a counter on the hot path.
+            raise _connection_error(exc, _during(self._response.content.total_bytes)) from exc
         if not chunk:
             raise StopAsyncIteration
-        self._received += len(chunk)
         return chunk
 
     def _buffered(self) -> bytes:
@@ -308,7 +307,7 @@ class HttpxTransport:
 class HttpxResponse:
     """The body of one httpx response: ``aiter_raw()`` when nothing is to be decoded (H6)."""
 
-    __slots__ = ("_chunks", "_received", "_response", "headers", "reason", "status")
+    __slots__ = ("_chunks", "_response", "headers", "reason", "status")
 
     def __init__(self, response: httpx.Response) -> None:
         self._response = response
@@ -319,7 +318,6 @@ class HttpxResponse:
         # Raw bytes when nothing is to be decoded: no decoder pass on the hot path.
         chunks = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
         self._chunks: Any = chunks.__anext__
-        self._received = 0
 
     def __aiter__(self) -> HttpxResponse:
         return self
@@ -328,10 +326,9 @@ class HttpxResponse:
         try:
             chunk: bytes = await self._chunks()
         except httpx.TimeoutException as exc:
-            raise _timeout_error(exc, _during(self._received)) from exc
+            raise _timeout_error(exc, _during(self._response.num_bytes_downloaded)) from exc
         except httpx.TransportError as exc:
-            raise _connection_error(exc, _during(self._received)) from exc
-        self._received += len(chunk)
+            raise _connection_error(exc, _during(self._response.num_bytes_downloaded)) from exc
         return chunk
 
     async def read_error_body(self, limit: int) -> bytes:
