@@ -294,6 +294,45 @@ def test_h4_unknown_transport_and_client_are_clear_errors() -> None:
         GeminiClient("m", api_key="k", http_client=httpx.AsyncClient(), transport="httpx")
 
 
+def set_proxy_env(monkeypatch: pytest.MonkeyPatch, proxy: str, no_proxy: str = "") -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("http_proxy", proxy)
+    if no_proxy:
+        monkeypatch.setenv("no_proxy", no_proxy)
+
+
+async def test_h3_proxy_from_the_environment_is_used(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FakeGemini plays the forward proxy: it answers the absolute-form request itself.
+    async with FakeGemini([CHUNKS]) as server:
+        set_proxy_env(monkeypatch, server.url)
+        async with GeminiClient(
+            "m", api_key="k", base_url="http://gemini.invalid", transport=transport
+        ) as client:
+            assert await read_all(client) == frames(CHUNKS)
+    assert server.records[0].path == "/v1beta/models/m:streamGenerateContent"
+
+
+async def test_h3_no_proxy_from_the_environment_is_honoured(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with FakeGemini([CHUNKS]) as server:
+        set_proxy_env(monkeypatch, server.url, no_proxy="127.0.0.1")
+        async with GeminiClient(
+            "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
+        ) as client:
+            with pytest.raises(ProviderError) as info:
+                await read_all(client)
+    assert info.value.kind == "connection"
+    assert server.records == []
+
+
 # --- errors --------------------------------------------------------------------------------
 
 

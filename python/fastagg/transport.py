@@ -17,6 +17,8 @@ The hot path is one ``__anext__`` frame per chunk around the stack's own read
 
 from __future__ import annotations
 
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -126,9 +128,12 @@ class AiohttpTransport:
     """Streams over an ``aiohttp.ClientSession`` (the default transport).
 
     Without ``session`` it creates one on first use: a ``TCPConnector`` with
-    100 connections, HTTP/1.1 keep-alive, proxies and ``.netrc`` from the
-    environment (``trust_env=True``) and the system's TLS trust store. A
-    given ``session`` is used as it is and is not closed by :meth:`aclose`.
+    100 connections, HTTP/1.1 keep-alive and the system's TLS trust store.
+    Proxies come from the environment (``HTTP(S)_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``), read when the transport is made, as httpx does (H3):
+    aiohttp's own ``trust_env=True`` would look them and ``.netrc`` up again
+    in two worker threads on every request. A given ``session`` is used as
+    it is (its own ``trust_env`` applies) and is not closed by :meth:`aclose`.
     aiohttp has no write timeout: a stalled upload is bounded by the turn's
     own clocks (H5).
     """
@@ -136,6 +141,8 @@ class AiohttpTransport:
     def __init__(self, session: aiohttp.ClientSession | None = None) -> None:
         self._session = session
         self._owns = session is None
+        self._env_proxies = urllib.request.getproxies_environment() if self._owns else {}
+        self._proxy_for: dict[str, tuple[str | None, aiohttp.BasicAuth | None]] = {}
         # Timeout objects are immutable: build the default once.
         self._default_timeout = aiohttp.ClientTimeout(
             total=None, connect=POOL_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=None
@@ -145,10 +152,27 @@ class AiohttpTransport:
         # Created lazily: a ClientSession must be made inside a running event loop.
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0),
-            trust_env=True,
             timeout=self._default_timeout,
         )
         return self._session
+
+    def _proxy(self, url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+        """The environment's proxy for ``url`` (and its credentials), once per origin."""
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]
+        found = self._proxy_for.get(origin)
+        if found is None:
+            parts = urllib.parse.urlsplit(origin)
+            env = self._env_proxies
+            proxy = env.get(parts.scheme) or env.get("all")
+            # NO_PROXY is read by the stdlib's own rules (not in typeshed).
+            bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+            if proxy is None or bypass(parts.hostname or "", env):
+                found = (None, None)
+            else:
+                found = _split_credentials(proxy if "://" in proxy else f"http://{proxy}")
+            self._proxy_for[origin] = found
+        return found
 
     async def post(
         self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
@@ -162,8 +186,16 @@ class AiohttpTransport:
             client_timeout = aiohttp.ClientTimeout(
                 total=None, connect=t, sock_connect=t, sock_read=t
             )
+        proxy, proxy_auth = self._proxy(url) if self._env_proxies else (None, None)
         try:
-            response = await session.post(url, data=body, headers=headers, timeout=client_timeout)
+            response = await session.post(
+                url,
+                data=body,
+                headers=headers,
+                timeout=client_timeout,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+            )
         except TimeoutError as exc:  # aiohttp's timeouts are TimeoutError subclasses
             raise _timeout_error(exc, _BEFORE) from exc
         except aiohttp.InvalidURL:
@@ -182,6 +214,18 @@ class AiohttpTransport:
     def session(self) -> aiohttp.ClientSession | None:
         """The ``aiohttp.ClientSession`` in use (None before the first request)."""
         return self._session
+
+
+def _split_credentials(proxy: str) -> tuple[str, aiohttp.BasicAuth | None]:
+    """``http://user:pw@host:port`` -> (``http://host:port``, its BasicAuth)."""
+    parts = urllib.parse.urlsplit(proxy)
+    if parts.username is None:
+        return proxy, None
+    host = parts.netloc.rpartition("@")[2]
+    auth = aiohttp.BasicAuth(
+        urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
+    )
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), auth
 
 
 class AiohttpResponse:
