@@ -25,6 +25,8 @@ from .errors import ProviderError
 from .transport import Transport, make_transport
 
 if TYPE_CHECKING:
+    import aiohttp
+    import httpx
     from typing_extensions import Self
 
 __all__ = ["GeminiClient", "parse_retry_after", "provider_error_from_response", "retry_info_delay"]
@@ -80,7 +82,7 @@ class GeminiClient:
         location: str | None = None,
         credentials: Any = None,
         base_url: str | None = None,
-        http_client: Any = None,
+        http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
         api_version: str | None = None,
         headers: Mapping[str, str] | None = None,
         transport: str | None = None,

@@ -395,7 +395,10 @@ class HttpxResponse:
 TRANSPORTS = ("aiohttp", "httpx")
 
 
-def make_transport(http_client: Any = None, transport: str | None = None) -> tuple[Transport, bool]:
+def make_transport(
+    http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
+    transport: str | None = None,
+) -> tuple[Transport, bool]:
     """The transport for ``GeminiClient(http_client=..., transport=...)`` and whether it owns it.
 
     ``http_client`` may be a :class:`Transport`, an ``aiohttp.ClientSession``
