@@ -208,6 +208,46 @@ class Filter(TypedDict, total=False):
     values: list[int]
 
 
+def test_l33_derivation_runs_once_per_function_and_each_tool_owns_its_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fastagg.tools as tools_module
+
+    derived: list[Any] = []
+    real = tools_module._derive
+
+    def counting(fn: Any) -> Any:
+        derived.append(fn)
+        return real(fn)
+
+    monkeypatch.setattr(tools_module, "_derive", counting)
+
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: what to look up.
+        """
+        return key
+
+    first, second = Tool.from_function(lookup), Tool.from_function(lookup)
+    assert derived == [lookup]
+    assert (
+        first.parameters
+        == second.parameters
+        == {
+            "type": "object",
+            "properties": {"key": {"type": "string", "description": "what to look up."}},
+            "required": ["key"],
+        }
+    )
+    first.parameters["properties"]["key"]["description"] = "changed"
+    assert second.parameters["properties"]["key"]["description"] == "what to look up."
+    assert Tool.from_function(lookup).parameters["properties"]["key"]["description"] == (
+        "what to look up."
+    )
+
+
 def test_tool_schema_of_scalars_with_docstring() -> None:
     @tool
     def search(query: str, limit: int = 10, exact: bool = False, boost: float = 1.0) -> list[str]:
