@@ -361,10 +361,22 @@ def _in_process(stream: corpus.Stream, reps: int) -> float:
 Key = tuple[str, str, int, str]  # server, stream, concurrency, contender
 
 
-def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float]]:
-    """Run the plan: µs/event per cell (or the reason it was skipped), in-process µs/event."""
+Details = tuple[dict[str, tuple[int, int]], dict[int, dict[str, float]]]
+
+
+async def _details(url: str, text: corpus.Stream, plan: Plan) -> Details:
+    """Frames per chunk on each transport, and the ways of reading (full runs only)."""
+    frames = {t: await _frames_per_chunk(url, t, text) for t in ("aiohttp", "httpx")}
+    ways: dict[int, dict[str, float]] = {}
+    for c in () if plan.quick else (1, 10):
+        ways[c] = await _strategy_cpu(url, text, c, plan.fast_events, plan.reps)
+    return frames, ways
+
+
+def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float], Details]:
+    """Run the plan: µs/event per cell (or why it was skipped), in-process µs/event, details."""
     genai = C.genai_available()
-    adk = genai and adk_available()
+    adk = genai and not plan.quick and adk_available()  # importing ADK alone takes ~0.3 s
     fast: list[Contender] = [
         FastaggContender("aiohttp"),
         FastaggContender("httpx"),
@@ -374,7 +386,7 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float]]:
     slow: list[tuple[Contender | None, str]] = [
         (GenaiContender() if genai else None, "google-genai"),
         (
-            AdkContender() if adk and not plan.quick else None,
+            AdkContender() if adk else None,
             "google-genai + ADK",
         ),
     ]
@@ -384,6 +396,7 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float]]:
     }
     streams = {name: corpus.build(name, scale=plan.scale) for name in plan.streams}
     results: dict[Key, float | str] = {}
+    details: Details = ({}, {})
     for kind in plan.servers:
         with Server(kind, plan.scale) as server:
 
@@ -418,8 +431,14 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float]]:
                     await maybe.close()
 
             asyncio.run(run_all())
+            if kind == "plain":
+                details = asyncio.run(_details(server.url, _text_of(streams), plan))
     in_process = {name: 1e6 * _in_process(s, plan.reps) for name, s in streams.items()}
-    return results, in_process
+    return results, in_process, details
+
+
+def _text_of(streams: dict[str, corpus.Stream]) -> corpus.Stream:
+    return streams.get("text") or next(iter(streams.values()))
 
 
 # --------------------------------------------------------------------------
@@ -584,7 +603,7 @@ CONTENDER_ORDER = (
 def e2e_markdown(quick: bool) -> str:
     """The "End to end over loopback" section of the report."""
     plan = _plan(quick)
-    results, in_process = measure(plan)
+    results, in_process, (frames, ways) = measure(plan)
     streams = {name: corpus.build(name, scale=plan.scale) for name in plan.streams}
     lines = [
         f"Client-process CPU (`time.process_time()`) per event received, µs; the server is a "
@@ -664,18 +683,8 @@ def e2e_markdown(quick: bool) -> str:
             )
     lines.append("")
     # per-chunk work and read strategies
-    text = streams.get("text") or next(iter(streams.values()))
+    text = _text_of(streams)
     writes = math.ceil(len(text.body) / WRITE)
-    with Server("plain", plan.scale) as server:
-
-        async def details() -> tuple[dict[str, tuple[float, int]], dict[int, dict[str, float]]]:
-            frames = {t: await _frames_per_chunk(server.url, t, text) for t in ("aiohttp", "httpx")}
-            ways: dict[int, dict[str, float]] = {}
-            for c in () if plan.quick else (1, 10):
-                ways[c] = await _strategy_cpu(server.url, text, c, plan.fast_events, plan.reps)
-            return frames, ways
-
-        frames, ways = asyncio.run(details())
     lines += [
         f"Python frames entered between the socket and the consumer while the body of "
         f"`{text.name}` is read (`raw/*`, `sys.setprofile` call events, request setup "
