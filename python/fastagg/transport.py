@@ -6,8 +6,8 @@ map their own exceptions to :class:`~fastagg.errors.ProviderError`
 (``kind="timeout"`` or ``kind="connection"``), so retries and error messages
 are the same whichever stack reads the bytes (H3-H6 in ``spec/turn-loop.md``).
 
-``AiohttpTransport`` is the default: over loopback it reads a body for a
-fifth to a third of httpx's CPU (its HTTP parser is C; ``benches/e2e.py``
+``AiohttpTransport`` is the default: over loopback it reads a body for
+about a fifth of httpx's CPU (its HTTP parser is C; ``benches/e2e.py``
 measures both). ``HttpxTransport`` stays for users who already hold an
 ``httpx.AsyncClient``.
 
