@@ -741,7 +741,9 @@ class _Turn:
                 timed_out = True
                 task.cancel()
 
-            handle = loop.call_later(timeout, on_timeout) if own else None
+            # When the turn's deadline comes first it ends the tool anyway: no timer (L32).
+            armed = own and start + timeout < self.deadline
+            handle = loop.call_later(timeout, on_timeout) if armed else None
             if own:
                 self.stall_holds += 1  # the tool's own timeout bounds it (L7)
             try:
