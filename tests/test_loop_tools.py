@@ -50,7 +50,7 @@ async def test_l5_calls_run_concurrently_and_answer_in_call_order() -> None:
     assert ends == ["second", "first"]
 
 
-async def test_l32_a_single_call_runs_in_the_turn_task_several_in_their_own() -> None:
+async def test_l46_a_single_call_runs_in_the_turn_task_several_in_their_own() -> None:
     tasks: dict[str, list[asyncio.Task[Any] | None]] = {"tool": [], "event": []}
 
     async def where(label: str) -> str:
@@ -208,7 +208,7 @@ class Filter(TypedDict, total=False):
     values: list[int]
 
 
-def test_l33_derivation_runs_once_per_function_and_each_tool_owns_its_schema(
+def test_l47_derivation_runs_once_per_function_and_each_tool_owns_its_schema(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import fastagg.tools as tools_module

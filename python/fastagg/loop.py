@@ -635,7 +635,7 @@ class _Turn:
                 )
         self.last_progress = started = self.loop.time()
         # One call runs in the turn's own task: a task of its own would cost a
-        # Task, two loop iterations and a context copy per step (L32).
+        # Task, two loop iterations and a context copy per step (L46).
         tasks = (
             []
             if len(calls) == 1
@@ -741,7 +741,7 @@ class _Turn:
                 timed_out = True
                 task.cancel()
 
-            # When the turn's deadline comes first it ends the tool anyway: no timer (L32).
+            # When the turn's deadline comes first it ends the tool anyway: no timer (L46).
             armed = own and start + timeout < self.deadline
             handle = loop.call_later(timeout, on_timeout) if armed else None
             if own:

@@ -245,7 +245,7 @@ class _Derived:
 
 # Deriving reads the signature, resolves the type hints and parses the
 # docstring (~90 µs), and run_turn does it for every plain function on every
-# turn: results are kept per function object, weakly (L33).
+# turn: results are kept per function object, weakly (L47).
 _DERIVED: weakref.WeakKeyDictionary[Any, _Derived] = weakref.WeakKeyDictionary()
 
 
