@@ -26,3 +26,9 @@ def impl(request: pytest.FixtureRequest) -> ModuleType:
 def load_scenarios() -> list[dict[str, Any]]:
     with SCENARIOS.open("rb") as fh:
         return json.load(fh)
+
+
+@pytest.fixture(params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """The name of one built-in HTTP transport of GeminiClient (H3: tests run on each)."""
+    return str(request.param)

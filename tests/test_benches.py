@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``benches`` lives in the source tree, it is not installed
     sys.path.insert(0, str(ROOT))
 
-from benches import contenders, corpus  # noqa: E402
+from benches import contenders, corpus, e2e  # noqa: E402
 
 
 def _aggregate(factory: type, body: bytes, size: int = 4096, deltas: bool = False) -> dict:
@@ -102,7 +102,32 @@ def test_k5_quick_run_exits_zero_shows_progress_and_judges_no_target(tmp_path: P
     assert proc.returncode == 0, proc.stderr
     report = out.read_text(encoding="utf-8")
     assert "| text | fastagg |" in report
+    assert "## End to end over loopback" in report
+    assert "| plain | text | 1 |" in report
     assert "Machine:" in report
     assert "## Targets" not in report  # one iteration on small streams judges nothing
     assert "[bench] text: fastagg " in proc.stderr
     assert "[bench] section: Agent-loop cost" in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["plain", "fake"])
+def test_e2e_servers_serve_the_corpus_bytes_to_every_transport(kind: str) -> None:
+    """The end-to-end rows read exactly the bytes the contenders table aggregates."""
+    import asyncio
+
+    stream = corpus.build("tool_parallel", scale=0.03)
+
+    async def read(url: str, transport: str) -> bytes:
+        async with fastagg.GeminiClient(
+            corpus.GEMINI_MODEL, api_key="k", base_url=url, transport=transport
+        ) as client:
+            out = b""
+            async with client.stream(e2e._request(stream.name), timeout=10) as body:
+                async for piece in body:
+                    out += piece
+            return out
+
+    with e2e.Server(kind, 0.03) as server:
+        for transport in ("aiohttp", "httpx"):
+            body = asyncio.run(read(server.url, transport))
+            assert body == stream.body

@@ -51,11 +51,18 @@ FAST = TurnLimits(
 
 
 async def turn(
-    script: list[Any], *, limits: TurnLimits = FAST, tools: Any = None, **kwargs: Any
+    transport: str,
+    script: list[Any],
+    *,
+    limits: TurnLimits = FAST,
+    tools: Any = None,
+    **kwargs: Any,
 ) -> tuple[Any, FakeGemini]:
     async with (
         FakeGemini(script) as server,
-        GeminiClient("gemini-3-flash-preview", base_url=server.url, api_key="k") as model,
+        GeminiClient(
+            "gemini-3-flash-preview", base_url=server.url, api_key="k", transport=transport
+        ) as model,
     ):
         result = await run_turn(
             model, [USER], tools=demo_tools() if tools is None else tools, limits=limits, **kwargs
@@ -73,8 +80,8 @@ def assert_wellformed(server: FakeGemini) -> None:
 # --- the demo turn ---------------------------------------------------------------------------
 
 
-async def test_demo_turn_completes_with_three_tool_calls_and_two_retries() -> None:
-    result, server = await turn(demo_scenario())
+async def test_demo_turn_completes_with_three_tool_calls_and_two_retries(transport: str) -> None:
+    result, server = await turn(transport, demo_scenario())
     assert result.stop_reason == StopReason.COMPLETED
     assert (result.finish_reason, result.raw_finish_reason, result.message) == (
         "stop",
@@ -95,8 +102,10 @@ async def test_demo_turn_completes_with_three_tool_calls_and_two_retries() -> No
     assert_wellformed(server)
 
 
-async def test_demo_turn_echoes_signatures_byte_exact_and_answers_calls_in_order() -> None:
-    _, server = await turn(demo_scenario())
+async def test_demo_turn_echoes_signatures_byte_exact_and_answers_calls_in_order(
+    transport: str,
+) -> None:
+    _, server = await turn(transport, demo_scenario())
     second = server.requests[1]["contents"]
     calls = [p for p in second[1]["parts"] if "functionCall" in p]
     assert calls == [
@@ -127,14 +136,16 @@ async def test_demo_turn_echoes_signatures_byte_exact_and_answers_calls_in_order
     }
 
 
-async def test_demo_retry_resends_the_same_request_without_the_failed_thoughts() -> None:
-    _, server = await turn(demo_scenario())
+async def test_demo_retry_resends_the_same_request_without_the_failed_thoughts(
+    transport: str,
+) -> None:
+    _, server = await turn(transport, demo_scenario())
     assert server.requests[2] == server.requests[1]
     assert "Paris: 24 °C and sunny. " not in str(server.requests[4])
 
 
-async def test_demo_streamed_call_is_replayed_whole_with_its_signature() -> None:
-    _, server = await turn(demo_scenario())
+async def test_demo_streamed_call_is_replayed_whole_with_its_signature(transport: str) -> None:
+    _, server = await turn(transport, demo_scenario())
     fourth = server.requests[4]["contents"]
     note_call = [p for p in fourth[3]["parts"] if "functionCall" in p]
     assert note_call == [
@@ -150,8 +161,10 @@ async def test_demo_streamed_call_is_replayed_whole_with_its_signature() -> None
     assert fourth[4]["parts"][0]["functionResponse"]["id"] == "fc_note"
 
 
-async def test_demo_transcript_ends_with_the_signed_empty_part_and_usage_is_summed() -> None:
-    result, server = await turn(demo_scenario())
+async def test_demo_transcript_ends_with_the_signed_empty_part_and_usage_is_summed(
+    transport: str,
+) -> None:
+    result, server = await turn(transport, demo_scenario())
     assert result.contents[-1]["role"] == "model"
     assert result.contents[-1]["parts"][-1] == {
         "text": "",
@@ -166,44 +179,44 @@ async def test_demo_transcript_ends_with_the_signed_empty_part_and_usage_is_summ
 # --- faults ------------------------------------------------------------------------------------
 
 
-async def test_first_byte_delay_within_budget_completes() -> None:
+async def test_first_byte_delay_within_budget_completes(transport: str) -> None:
     limits = TurnLimits(turn_timeout=30, first_output_timeout=10)
-    result, _ = await turn([Step(ANSWER, delay_first_byte=0.2)], limits=limits)
+    result, _ = await turn(transport, [Step(ANSWER, delay_first_byte=0.2)], limits=limits)
     assert result.stop_reason == StopReason.COMPLETED
     assert result.contents[-1]["parts"] == ANSWER_PARTS
 
 
-async def test_first_byte_delay_past_first_output_timeout_is_stalled() -> None:
+async def test_first_byte_delay_past_first_output_timeout_is_stalled(transport: str) -> None:
     limits = TurnLimits(turn_timeout=30, first_output_timeout=0.2, provider_retries=0)
-    result, server = await turn([Step(ANSWER, delay_first_byte=20)], limits=limits)
+    result, server = await turn(transport, [Step(ANSWER, delay_first_byte=20)], limits=limits)
     assert result.stop_reason == StopReason.STALLED
     assert len(server.requests) == 1
 
 
-async def test_pause_after_a_chunk_past_stall_timeout_is_stalled() -> None:
+async def test_pause_after_a_chunk_past_stall_timeout_is_stalled(transport: str) -> None:
     limits = TurnLimits(turn_timeout=30, stall_timeout=0.3)
-    result, _ = await turn([Step(ANSWER, pause_after=1, pause=20)], limits=limits)
+    result, _ = await turn(transport, [Step(ANSWER, pause_after=1, pause=20)], limits=limits)
     assert result.stop_reason == StopReason.STALLED
     assert result.text.startswith("Paris is sunny")
     assert "made no progress for 0.3s" in result.text
 
 
-async def test_short_pause_within_stall_timeout_completes() -> None:
+async def test_short_pause_within_stall_timeout_completes(transport: str) -> None:
     limits = TurnLimits(turn_timeout=30, stall_timeout=10)
-    result, _ = await turn([Step(ANSWER, pause_after=1, pause=0.1)], limits=limits)
+    result, _ = await turn(transport, [Step(ANSWER, pause_after=1, pause=0.1)], limits=limits)
     assert result.stop_reason == StopReason.COMPLETED
     assert result.text == "Paris is sunny at 24 °C."
 
 
-async def test_stalled_scenario_is_stalled() -> None:
+async def test_stalled_scenario_is_stalled(transport: str) -> None:
     limits = TurnLimits(turn_timeout=30, stall_timeout=0.3)
-    result, _ = await turn(stalled_scenario(), limits=limits)
+    result, _ = await turn(transport, stalled_scenario(), limits=limits)
     assert result.stop_reason == StopReason.STALLED
 
 
-async def test_tiny_writes_aggregate_to_the_same_parts() -> None:
+async def test_tiny_writes_aggregate_to_the_same_parts(transport: str) -> None:
     script = [Step(chunks=demo_scenario()[0].chunks, tiny_writes=1), Step(ANSWER, tiny_writes=2)]
-    result, server = await turn(script)
+    result, server = await turn(transport, script)
     assert result.stop_reason == StopReason.COMPLETED
     assert result.contents[-1]["parts"] == ANSWER_PARTS
     calls = [p for p in server.requests[1]["contents"][1]["parts"] if "functionCall" in p]
@@ -211,18 +224,18 @@ async def test_tiny_writes_aggregate_to_the_same_parts() -> None:
     assert_wellformed(server)
 
 
-async def test_thought_only_then_in_stream_500_without_finish_is_retried() -> None:
+async def test_thought_only_then_in_stream_500_without_finish_is_retried(transport: str) -> None:
     failing = [chunk(thought("Let me think about Paris.")), error_chunk()]
-    result, server = await turn([failing, ANSWER])
+    result, server = await turn(transport, [failing, ANSWER])
     assert result.stop_reason == StopReason.COMPLETED
     assert result.retries["provider"] + result.retries["no-finish"] == 1
     assert server.requests[1] == server.requests[0]
     assert result.contents == [USER, {"role": "model", "parts": ANSWER_PARTS}]
 
 
-async def test_persisting_in_stream_500_ends_as_provider_error() -> None:
+async def test_persisting_in_stream_500_ends_as_provider_error(transport: str) -> None:
     failing = [chunk(thought("hm")), error_chunk()]
-    result, server = await turn([failing] * 3)
+    result, server = await turn(transport, [failing] * 3)
     assert result.stop_reason == StopReason.PROVIDER_ERROR
     assert len(server.requests) == 3
     assert isinstance(result.error, ProviderError)
@@ -232,8 +245,8 @@ async def test_persisting_in_stream_500_ends_as_provider_error() -> None:
     assert result.contents == [USER]
 
 
-async def test_thought_only_without_finish_reason_is_a_no_finish_retry() -> None:
-    result, server = await turn([[chunk(thought("Thinking..."))], ANSWER])
+async def test_thought_only_without_finish_reason_is_a_no_finish_retry(transport: str) -> None:
+    result, server = await turn(transport, [[chunk(thought("Thinking..."))], ANSWER])
     assert result.stop_reason == StopReason.COMPLETED
     assert result.retries["no-finish"] == 1
     assert server.requests[1] == server.requests[0]
@@ -247,17 +260,19 @@ async def test_thought_only_without_finish_reason_is_a_no_finish_retry() -> None
         Step(http_error=503, retry_delay="0.1s"),
     ],
 )
-async def test_http_429_and_503_with_retry_after_are_retried(fault: Step) -> None:
-    result, server = await turn([fault, ANSWER])
+async def test_http_429_and_503_with_retry_after_are_retried(fault: Step, transport: str) -> None:
+    result, server = await turn(transport, [fault, ANSWER])
     assert result.stop_reason == StopReason.COMPLETED
     assert result.retries["provider"] == 1
     assert [r.status for r in server.records] == [fault.http_error, 200]
     assert server.requests[1] == server.requests[0]
 
 
-async def test_http_429_that_persists_ends_as_provider_error_with_the_status() -> None:
+async def test_http_429_that_persists_ends_as_provider_error_with_the_status(
+    transport: str,
+) -> None:
     fault = Step(http_error=429, retry_after=0.05)
-    result, server = await turn([fault] * 3)
+    result, server = await turn(transport, [fault] * 3)
     assert result.stop_reason == StopReason.PROVIDER_ERROR
     assert (result.error.status, result.error.code, result.error.retryable) == (
         429,
@@ -267,8 +282,8 @@ async def test_http_429_that_persists_ends_as_provider_error_with_the_status() -
     assert len(server.requests) == 3
 
 
-async def test_malformed_function_call_is_retried_with_a_corrective_note() -> None:
-    result, server = await turn([[malformed_call()], ANSWER])
+async def test_malformed_function_call_is_retried_with_a_corrective_note(transport: str) -> None:
+    result, server = await turn(transport, [[malformed_call()], ANSWER])
     assert result.stop_reason == StopReason.COMPLETED
     assert result.retries["malformed"] == 1
     resent = server.requests[1]["contents"]
@@ -277,30 +292,30 @@ async def test_malformed_function_call_is_retried_with_a_corrective_note() -> No
     assert_wellformed(server)
 
 
-async def test_persisting_malformed_function_call_ends_as_provider_error() -> None:
-    result, _ = await turn([[malformed_call()], [malformed_call()]])
+async def test_persisting_malformed_function_call_ends_as_provider_error(transport: str) -> None:
+    result, _ = await turn(transport, [[malformed_call()], [malformed_call()]])
     assert result.stop_reason == StopReason.PROVIDER_ERROR
     assert (result.finish_reason, result.raw_finish_reason) == ("error", "MALFORMED_FUNCTION_CALL")
 
 
-async def test_connection_dropped_before_visible_output_is_retried() -> None:
+async def test_connection_dropped_before_visible_output_is_retried(transport: str) -> None:
     dropped = Step(chunks=demo_scenario()[0].chunks, drop_after=1)
-    result, server = await turn([dropped, ANSWER])
+    result, server = await turn(transport, [dropped, ANSWER])
     assert result.stop_reason == StopReason.COMPLETED
     assert result.retries["provider"] == 1
     assert server.requests[1] == server.requests[0]
 
 
-async def test_connection_dropped_after_answer_text_ends_as_provider_error() -> None:
-    result, server = await turn([Step(ANSWER, drop_after=1), ANSWER])
+async def test_connection_dropped_after_answer_text_ends_as_provider_error(transport: str) -> None:
+    result, server = await turn(transport, [Step(ANSWER, drop_after=1), ANSWER])
     assert result.stop_reason == StopReason.PROVIDER_ERROR
     assert result.error.kind == "connection"
     assert len(server.requests) == 1
 
 
-async def test_runaway_tool_loop_hits_the_step_cap_and_synthesizes() -> None:
+async def test_runaway_tool_loop_hits_the_step_cap_and_synthesizes(transport: str) -> None:
     limits = TurnLimits(max_steps=3, turn_timeout=30)
-    result, server = await turn(runaway_scenario(3), limits=limits, tools=[lookup])
+    result, server = await turn(transport, runaway_scenario(3), limits=limits, tools=[lookup])
     assert result.stop_reason == StopReason.STEP_CAP
     assert (result.steps_used, result.tool_call_count) == (3, 3)
     assert result.text.startswith("From what I gathered: the croissant")
@@ -313,12 +328,12 @@ async def test_runaway_tool_loop_hits_the_step_cap_and_synthesizes() -> None:
     assert_wellformed(server)
 
 
-async def test_abort_while_streaming_stops_the_turn() -> None:
+async def test_abort_while_streaming_stops_the_turn(transport: str) -> None:
     abort = asyncio.Event()
     paused = Step(ANSWER, pause_after=1, pause=20)
     async with (
         FakeGemini([paused]) as server,
-        GeminiClient("m", base_url=server.url, api_key="k") as model,
+        GeminiClient("m", base_url=server.url, api_key="k", transport=transport) as model,
     ):
         task = asyncio.create_task(run_turn(model, [USER], limits=FAST, abort=abort))
         while not server.records:
@@ -341,8 +356,8 @@ async def service_answer(server: FakeGemini, request: dict[str, Any]) -> Provide
     return info.value
 
 
-async def test_validator_refuses_the_demo_history_with_a_dropped_signature() -> None:
-    _, recorded = await turn(demo_scenario())
+async def test_validator_refuses_the_demo_history_with_a_dropped_signature(transport: str) -> None:
+    _, recorded = await turn(transport, demo_scenario())
     request = copy.deepcopy(recorded.requests[1])
     del request["contents"][1]["parts"][-2]["thoughtSignature"]
     async with FakeGemini(demo_scenario(), check_signatures=False) as server:

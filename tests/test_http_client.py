@@ -8,6 +8,7 @@ import socket
 import threading
 from typing import Any
 
+import aiohttp
 import httpx
 import orjson
 import pytest
@@ -16,9 +17,13 @@ from fastagg.client import GeminiClient, parse_retry_after, provider_error_from_
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
 from fastagg.testing.validate import MSG_MULTI_TURN_END
+from fastagg.transport import AiohttpTransport, HttpxTransport, Response, Transport
 
 REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
 CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usage(3, 2))]
+# The stack's own exception name follows the transport-neutral prefix (H5).
+CONNECT_ERROR = {"aiohttp": "ClientConnectorError", "httpx": "ConnectError"}
+DROP_ERROR = {"aiohttp": "ClientPayloadError", "httpx": "RemoteProtocolError"}
 
 
 def frames(chunks: list[dict[str, Any]]) -> bytes:
@@ -120,11 +125,11 @@ def test_vertex_key_and_project_together_are_refused() -> None:
         GeminiClient("m", vertex=True, api_key="k", project="p")
 
 
-async def test_api_key_header_content_type_and_orjson_body_are_sent() -> None:
+async def test_api_key_header_content_type_and_orjson_body_are_sent(transport: str) -> None:
     request = {"contents": REQUEST["contents"], "generationConfig": {"temperature": 0.5}}
     async with (
         FakeGemini([CHUNKS]) as server,
-        GeminiClient("m", api_key="secret", base_url=server.url) as client,
+        GeminiClient("m", api_key="secret", base_url=server.url, transport=transport) as client,
     ):
         await read_all(client, request)
     record = server.records[0]
@@ -136,7 +141,7 @@ async def test_api_key_header_content_type_and_orjson_body_are_sent() -> None:
     assert int(record.headers["content-length"]) == len(orjson.dumps(request))
 
 
-async def test_vertex_bearer_token_from_google_auth_credentials() -> None:
+async def test_vertex_bearer_token_from_google_auth_credentials(transport: str) -> None:
     google_credentials = pytest.importorskip("google.oauth2.credentials")
     creds = google_credentials.Credentials(token="tok-1")
     async with (
@@ -148,6 +153,7 @@ async def test_vertex_bearer_token_from_google_auth_credentials() -> None:
             location="europe-west4",
             credentials=creds,
             base_url=server.url,
+            transport=transport,
         ) as client,
     ):
         await read_all(client)
@@ -173,13 +179,18 @@ class RefreshingCredentials:
         self.token, self.valid = "fresh", True
 
 
-async def test_expired_credentials_are_refreshed_in_a_worker_thread() -> None:
+async def test_expired_credentials_are_refreshed_in_a_worker_thread(transport: str) -> None:
     pytest.importorskip("google.auth.transport.requests")
     creds = RefreshingCredentials()
     async with (
         FakeGemini([CHUNKS, CHUNKS]) as server,
         GeminiClient(
-            "m", vertex=True, project="p", credentials=creds, base_url=server.url
+            "m",
+            vertex=True,
+            project="p",
+            credentials=creds,
+            base_url=server.url,
+            transport=transport,
         ) as client,
     ):
         await read_all(client)
@@ -196,7 +207,9 @@ class FailingCredentials(RefreshingCredentials):
         raise RefreshError("invalid_grant: Token has been expired or revoked.")
 
 
-async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_error() -> None:
+async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_error(
+    transport: str,
+) -> None:
     pytest.importorskip("google.auth.transport.requests")
     async with GeminiClient(
         "m",
@@ -204,6 +217,7 @@ async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_
         project="p",
         credentials=FailingCredentials(),
         base_url="http://127.0.0.1:9",
+        transport=transport,
     ) as client:
         with pytest.raises(ProviderError) as info:
             await read_all(client)
@@ -221,47 +235,111 @@ async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_
 # --- streaming -----------------------------------------------------------------------------
 
 
-async def test_stream_yields_the_raw_body_bytes_unchanged() -> None:
+async def test_stream_yields_the_raw_body_bytes_unchanged(transport: str) -> None:
     async with (
         FakeGemini([CHUNKS]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         assert await read_all(client) == frames(CHUNKS)
 
 
-async def test_tiny_writes_arrive_as_the_same_bytes() -> None:
+async def test_tiny_writes_arrive_as_the_same_bytes(transport: str) -> None:
     async with (
         FakeGemini([Step(CHUNKS, tiny_writes=1)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         assert await read_all(client) == frames(CHUNKS)
 
 
-async def test_connection_is_kept_alive_across_requests() -> None:
+async def test_connection_is_kept_alive_across_requests(transport: str) -> None:
     async with (
         FakeGemini([CHUNKS, CHUNKS, CHUNKS]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         for _ in range(3):
             await read_all(client)
     assert len({r.peer for r in server.records}) == 1
 
 
-async def test_shared_http_client_is_not_closed_by_aclose() -> None:
+async def test_h4_shared_httpx_client_is_used_and_not_closed_by_aclose() -> None:
     async with FakeGemini([CHUNKS]) as server, httpx.AsyncClient() as http:
         client = GeminiClient("m", api_key="k", base_url=server.url, http_client=http)
+        assert isinstance(client.transport, HttpxTransport)
         await client.aclose()
         assert await read_all(client) == frames(CHUNKS)
         assert not http.is_closed
 
 
+async def test_h4_shared_aiohttp_session_is_used_and_not_closed_by_aclose() -> None:
+    async with FakeGemini([CHUNKS]) as server, aiohttp.ClientSession() as session:
+        client = GeminiClient("m", api_key="k", base_url=server.url, http_client=session)
+        assert isinstance(client.transport, AiohttpTransport)
+        assert client.transport.session is session
+        await client.aclose()
+        assert await read_all(client) == frames(CHUNKS)
+        assert not session.closed
+
+
+def test_h3_default_transport_is_aiohttp() -> None:
+    assert isinstance(GeminiClient("m", api_key="k").transport, AiohttpTransport)
+    assert isinstance(GeminiClient("m", api_key="k", transport="httpx").transport, HttpxTransport)
+
+
+def test_h4_unknown_transport_and_client_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match=r"unknown transport 'curl'; use one of: aiohttp, httpx"):
+        GeminiClient("m", api_key="k", transport="curl")
+    with pytest.raises(TypeError, match=r"http_client must be an aiohttp\.ClientSession"):
+        GeminiClient("m", api_key="k", http_client=object())
+    with pytest.raises(ValueError, match=r"either http_client= .* or transport="):
+        GeminiClient("m", api_key="k", http_client=httpx.AsyncClient(), transport="httpx")
+
+
+def set_proxy_env(monkeypatch: pytest.MonkeyPatch, proxy: str, no_proxy: str = "") -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("http_proxy", proxy)
+    if no_proxy:
+        monkeypatch.setenv("no_proxy", no_proxy)
+
+
+async def test_h3_proxy_from_the_environment_is_used(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FakeGemini plays the forward proxy: it answers the absolute-form request itself.
+    async with FakeGemini([CHUNKS]) as server:
+        set_proxy_env(monkeypatch, server.url)
+        async with GeminiClient(
+            "m", api_key="k", base_url="http://gemini.invalid", transport=transport
+        ) as client:
+            assert await read_all(client) == frames(CHUNKS)
+    assert server.records[0].path == "/v1beta/models/m:streamGenerateContent"
+
+
+async def test_h3_no_proxy_from_the_environment_is_honoured(
+    transport: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with FakeGemini([CHUNKS]) as server:
+        set_proxy_env(monkeypatch, server.url, no_proxy="127.0.0.1")
+        async with GeminiClient(
+            "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
+        ) as client:
+            with pytest.raises(ProviderError) as info:
+                await read_all(client)
+    assert info.value.kind == "connection"
+    assert server.records == []
+
+
 # --- errors --------------------------------------------------------------------------------
 
 
-async def test_http_429_becomes_a_retryable_provider_error_with_retry_after() -> None:
+async def test_http_429_becomes_a_retryable_provider_error_with_retry_after(transport: str) -> None:
     async with (
         FakeGemini([Step(http_error=429, retry_after=7)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         with pytest.raises(ProviderError) as info:
             await read_all(client)
@@ -282,10 +360,10 @@ async def test_http_429_becomes_a_retryable_provider_error_with_retry_after() ->
     }
 
 
-async def test_http_503_retry_info_delay_is_used_without_a_header() -> None:
+async def test_http_503_retry_info_delay_is_used_without_a_header(transport: str) -> None:
     async with (
         FakeGemini([Step(http_error=503, retry_delay="1.5s")]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         with pytest.raises(ProviderError) as info:
             await read_all(client)
@@ -297,11 +375,13 @@ async def test_http_503_retry_info_delay_is_used_without_a_header() -> None:
     )
 
 
-async def test_http_400_from_validation_is_not_retryable_and_keeps_the_message() -> None:
+async def test_http_400_from_validation_is_not_retryable_and_keeps_the_message(
+    transport: str,
+) -> None:
     bad = {"contents": [*REQUEST["contents"], {"role": "model", "parts": [{"text": "x"}]}]}
     async with (
         FakeGemini([CHUNKS]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         with pytest.raises(ProviderError) as info:
             await read_all(client, bad)
@@ -392,11 +472,13 @@ def test_retry_after_http_date() -> None:
     assert parse_retry_after(None) is None
 
 
-async def test_connection_refused_is_a_retryable_connection_error() -> None:
+async def test_connection_refused_is_a_retryable_connection_error(transport: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    async with GeminiClient("m", api_key="k", base_url=f"http://127.0.0.1:{port}") as client:
+    async with GeminiClient(
+        "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
+    ) as client:
         with pytest.raises(ProviderError) as info:
             await read_all(client)
     assert (info.value.status, info.value.kind, info.value.retryable, info.value.code) == (
@@ -406,15 +488,17 @@ async def test_connection_refused_is_a_retryable_connection_error() -> None:
         "CONNECTION",
     )
     assert info.value.message.startswith(
-        "connection failed before the response started: ConnectError"
+        "connection failed before the response started: " + CONNECT_ERROR[transport]
     )
 
 
-async def test_connection_dropped_mid_stream_is_a_retryable_connection_error() -> None:
+async def test_connection_dropped_mid_stream_is_a_retryable_connection_error(
+    transport: str,
+) -> None:
     received = b""
     async with (
         FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         with pytest.raises(ProviderError) as info:
             async with client.stream(REQUEST, timeout=None) as body:
@@ -423,14 +507,33 @@ async def test_connection_dropped_mid_stream_is_a_retryable_connection_error() -
     assert received == frames(CHUNKS[:1])
     assert (info.value.kind, info.value.retryable, info.value.status) == ("connection", True, None)
     assert info.value.message.startswith(
-        f"connection failed after {len(received)} bytes of the body: RemoteProtocolError"
+        f"connection failed after {len(received)} bytes of the body: {DROP_ERROR[transport]}"
     )
 
 
-async def test_timeout_waiting_for_the_first_byte_is_a_timeout_error() -> None:
+async def test_h7_bytes_buffered_before_a_drop_are_yielded_before_the_error(
+    transport: str,
+) -> None:
+    # The first chunk and the close both arrive before the body is read at all.
+    received = b""
+    async with (
+        FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        with pytest.raises(ProviderError) as info:
+            async with client.stream(REQUEST, timeout=None) as body:
+                await asyncio.sleep(0.3)
+                async for piece in body:
+                    received += piece
+    assert received == frames(CHUNKS[:1])
+    assert info.value.kind == "connection"
+    assert info.value.message.startswith(f"connection failed after {len(received)} bytes")
+
+
+async def test_timeout_waiting_for_the_first_byte_is_a_timeout_error(transport: str) -> None:
     async with (
         FakeGemini([Step(CHUNKS, delay_first_byte=5)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url) as client,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
         with pytest.raises(ProviderError) as info:
             await read_all(client, timeout=0.2)
@@ -444,59 +547,57 @@ async def test_timeout_waiting_for_the_first_byte_is_a_timeout_error() -> None:
 # --- the response is always closed -----------------------------------------------------------
 
 
-class RecordingTransport(httpx.AsyncBaseTransport):
-    """Wraps the real transport and remembers whether each response stream was closed."""
+class Recording:
+    """Wraps a transport and keeps every response it returned, to check it was closed."""
 
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.closed: list[bool] = []
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.responses: list[Response] = []
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.inner.handle_async_request(request)
-        index = len(self.closed)
-        self.closed.append(False)
-        stream = response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
-        original_aclose = stream.aclose
-
-        async def aclose() -> None:
-            self.closed[index] = True
-            await original_aclose()
-
-        stream.aclose = aclose  # type: ignore[method-assign]
+    async def post(self, url: str, body: bytes, headers: Any, timeout: float | None) -> Response:
+        response = await self.inner.post(url, body, headers, timeout)
+        self.responses.append(response)
         return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def closed(self) -> list[bool]:
+        """Whether the stack's own response object of each request is closed."""
+        out = []
+        for response in self.responses:
+            raw = response._response  # type: ignore[attr-defined]
+            out.append(raw.closed if isinstance(raw, aiohttp.ClientResponse) else raw.is_closed)
+        return out
 
-async def open_client(server: FakeGemini) -> tuple[GeminiClient, RecordingTransport]:
-    transport = RecordingTransport()
-    http = httpx.AsyncClient(transport=transport)
-    return GeminiClient("m", api_key="k", base_url=server.url, http_client=http), transport
+
+def open_client(server: FakeGemini, transport: str) -> tuple[GeminiClient, Recording]:
+    inner = AiohttpTransport() if transport == "aiohttp" else HttpxTransport()
+    recording = Recording(inner)
+    return GeminiClient("m", api_key="k", base_url=server.url, http_client=recording), recording
 
 
-async def test_response_is_closed_when_the_consumer_stops_early() -> None:
+async def test_response_is_closed_when_the_consumer_stops_early(transport: str) -> None:
     async with FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf"))]) as server:
-        client, transport = await open_client(server)
+        client, recording = open_client(server, transport)
         async with client.stream(REQUEST, timeout=None) as body:
             async for _ in body:
                 break
-        assert transport.closed == [True]
-        await client._http.aclose()
+        assert recording.closed() == [True]
+        await recording.aclose()
 
 
-async def test_response_is_closed_when_the_block_raises() -> None:
+async def test_response_is_closed_when_the_block_raises(transport: str) -> None:
     async with FakeGemini([CHUNKS]) as server:
-        client, transport = await open_client(server)
+        client, recording = open_client(server, transport)
         with pytest.raises(RuntimeError, match="consumer failed"):
             async with client.stream(REQUEST, timeout=None):
                 raise RuntimeError("consumer failed")
-        assert transport.closed == [True]
-        await client._http.aclose()
+        assert recording.closed() == [True]
+        await recording.aclose()
 
 
-async def test_response_is_closed_when_the_task_is_cancelled_mid_stream() -> None:
+async def test_response_is_closed_when_the_task_is_cancelled_mid_stream(transport: str) -> None:
     started = asyncio.Event()
 
     async def consume(client: GeminiClient) -> None:
@@ -505,30 +606,30 @@ async def test_response_is_closed_when_the_task_is_cancelled_mid_stream() -> Non
                 started.set()
 
     async with FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf"))]) as server:
-        client, transport = await open_client(server)
+        client, recording = open_client(server, transport)
         task = asyncio.create_task(consume(client))
         await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert transport.closed == [True]
-        await client._http.aclose()
+        assert recording.closed() == [True]
+        await recording.aclose()
 
 
-async def test_response_is_closed_after_an_http_error() -> None:
+async def test_response_is_closed_after_an_http_error(transport: str) -> None:
     async with FakeGemini([Step(http_error=503)]) as server:
-        client, transport = await open_client(server)
+        client, recording = open_client(server, transport)
         with pytest.raises(ProviderError):
             await read_all(client)
-        assert transport.closed == [True]
-        await client._http.aclose()
+        assert recording.closed() == [True]
+        await recording.aclose()
 
 
-async def test_response_is_closed_on_timeout_mid_stream() -> None:
+async def test_response_is_closed_on_timeout_mid_stream(transport: str) -> None:
     async with FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf"))]) as server:
-        client, transport = await open_client(server)
+        client, recording = open_client(server, transport)
         with pytest.raises(ProviderError) as info:
             await read_all(client, timeout=0.2)
         assert info.value.kind == "timeout"
-        assert transport.closed == [True]
-        await client._http.aclose()
+        assert recording.closed() == [True]
+        await recording.aclose()

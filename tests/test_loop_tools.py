@@ -50,6 +50,32 @@ async def test_l5_calls_run_concurrently_and_answer_in_call_order() -> None:
     assert ends == ["second", "first"]
 
 
+async def test_l46_a_single_call_runs_in_the_turn_task_several_in_their_own() -> None:
+    tasks: dict[str, list[asyncio.Task[Any] | None]] = {"tool": [], "event": []}
+
+    async def where(label: str) -> str:
+        tasks["tool"].append(asyncio.current_task())
+        return label
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, events.ToolCallStart):
+            tasks["event"].append(asyncio.current_task())
+
+    model = ScriptedModel(
+        calls(("where", {"label": "alone"}), seed="a"),
+        calls(("where", {"label": "x"}), ("where", {"label": "y"}), seed="b"),
+        answer("Done."),
+    )
+    result = await turn(model, tools=[where], on_event=on_event)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [r["response"] for r in responses(model.requests[1])] == [{"output": "alone"}]
+    turn_task = tasks["event"][0]
+    assert tasks["event"] == [turn_task] * 3
+    assert tasks["tool"][0] is turn_task
+    assert turn_task not in tasks["tool"][1:]
+    assert tasks["tool"][1] is not tasks["tool"][2]
+
+
 async def test_l5_exception_and_unknown_tool_become_error_responses() -> None:
     def broken(x: int) -> int:
         raise ValueError(f"cannot handle {x}")
@@ -180,6 +206,46 @@ class Point:
 class Filter(TypedDict, total=False):
     field: str
     values: list[int]
+
+
+def test_l47_derivation_runs_once_per_function_and_each_tool_owns_its_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fastagg.tools as tools_module
+
+    derived: list[Any] = []
+    real = tools_module._derive
+
+    def counting(fn: Any) -> Any:
+        derived.append(fn)
+        return real(fn)
+
+    monkeypatch.setattr(tools_module, "_derive", counting)
+
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: what to look up.
+        """
+        return key
+
+    first, second = Tool.from_function(lookup), Tool.from_function(lookup)
+    assert derived == [lookup]
+    assert (
+        first.parameters
+        == second.parameters
+        == {
+            "type": "object",
+            "properties": {"key": {"type": "string", "description": "what to look up."}},
+            "required": ["key"],
+        }
+    )
+    first.parameters["properties"]["key"]["description"] = "changed"
+    assert second.parameters["properties"]["key"]["description"] == "what to look up."
+    assert Tool.from_function(lookup).parameters["properties"]["key"]["description"] == (
+        "what to look up."
+    )
 
 
 def test_tool_schema_of_scalars_with_docstring() -> None:

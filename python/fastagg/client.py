@@ -1,9 +1,10 @@
-"""``GeminiClient``: the built-in ``ModelClient`` over httpx, for the Gemini API and Vertex AI.
+"""``GeminiClient``: the built-in ``ModelClient`` for the Gemini API and Vertex AI.
 
 The client only moves bytes: it builds the ``:streamGenerateContent?alt=sse``
 URL and headers, serializes the request with orjson, and hands the raw body
 chunks to the caller (the turn loop feeds them to the Rust aggregator). Non-200
 answers and transport failures become :class:`fastagg.errors.ProviderError`.
+The HTTP stack is a :mod:`fastagg.transport` (aiohttp by default, or httpx).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 from .errors import ProviderError
+from .transport import Transport, make_transport
 
 if TYPE_CHECKING:
+    import aiohttp
+    import httpx
     from typing_extensions import Self
 
 __all__ = ["GeminiClient", "parse_retry_after", "provider_error_from_response", "retry_info_delay"]
@@ -35,10 +38,6 @@ USER_AGENT = "fastagg/0.1.0"
 
 #: HTTP statuses that are worth retrying (spec/contract/turn-loop.md L3).
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-# Without a per-request timeout, connecting is bounded and reading is not:
-# a thinking model may be silent for minutes, and the turn loop owns the clocks.
-DEFAULT_TIMEOUT = httpx.Timeout(connect=30.0, read=None, write=60.0, pool=60.0)
 
 # An error body larger than this is cut (a proxy's HTML page, say).
 MAX_ERROR_BODY = 256 * 1024
@@ -63,8 +62,12 @@ class GeminiClient:
 
     ``base_url`` replaces scheme and host (and may carry a path prefix); the
     version and resource path are appended as google-genai does with
-    ``HttpOptions(base_url=...)``. ``http_client`` lets several clients share one
-    ``httpx.AsyncClient``; it is then not closed by :meth:`aclose`.
+    ``HttpOptions(base_url=...)``.
+
+    The body is read by aiohttp unless ``transport="httpx"`` (H3).
+    ``http_client`` is your own ``aiohttp.ClientSession``, ``httpx.AsyncClient``
+    or :class:`fastagg.transport.Transport` (several clients may share one);
+    it is then not closed by :meth:`aclose` (H4).
 
     Use as ``async with GeminiClient(...) as model:`` or call :meth:`aclose`.
     """
@@ -79,9 +82,10 @@ class GeminiClient:
         location: str | None = None,
         credentials: Any = None,
         base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
         api_version: str | None = None,
         headers: Mapping[str, str] | None = None,
+        transport: str | None = None,
     ) -> None:
         if not model:
             raise ValueError("GeminiClient needs a model name, e.g. 'gemini-3-flash-preview'")
@@ -101,15 +105,8 @@ class GeminiClient:
             self._init_gemini(model, api_key, base_url, api_version)
         if headers:
             self._headers.update({k.lower(): v for k, v in headers.items()})
-        self._owns_http = http_client is None
-        self._http = (
-            http_client
-            if http_client is not None
-            else httpx.AsyncClient(
-                timeout=DEFAULT_TIMEOUT,
-                limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-            )
-        )
+        self.transport: Transport
+        self.transport, self._owns_http = make_transport(http_client, transport)
 
     def _init_gemini(
         self, model: str, api_key: str | None, base_url: str | None, api_version: str | None
@@ -179,7 +176,7 @@ class GeminiClient:
     async def aclose(self) -> None:
         """Close the connection pool (only when this client created it)."""
         if self._owns_http:
-            await self._http.aclose()
+            await self.transport.aclose()
 
     def __repr__(self) -> str:
         backend = "vertex" if self.vertex else "gemini"
@@ -224,7 +221,9 @@ class GeminiClient:
 
         ``timeout`` (seconds) bounds connecting and each wait for bytes; the
         turn loop passes the time it has left. It only ever shortens the
-        timeouts of the ``httpx.AsyncClient`` (a caller's smaller one is kept, L36). Raises :class:`ProviderError`
+        transport's own timeouts (a caller's smaller one is kept, L36). The
+        iterator is the transport's :class:`~fastagg.transport.Response` itself:
+        one frame per chunk between the socket and the caller (H6). Raises :class:`ProviderError`
         for a non-200 answer (``kind="http"``), for transport failures before or
         during the body (``kind="connection"``) and for timeouts
         (``kind="timeout"``). The response is closed when the block exits, however
@@ -232,62 +231,18 @@ class GeminiClient:
         """
         body = orjson.dumps(request)
         headers = await self._request_headers()
-        http_timeout = _bounded(self._http.timeout, timeout)
-        req = self._http.build_request(
-            "POST", self.stream_url, content=body, headers=headers, timeout=http_timeout
-        )
+        response = await self.transport.post(self.stream_url, body, headers, timeout)
         try:
-            response = await self._http.send(req, stream=True)
-        except httpx.TransportError as exc:
-            raise _transport_error(exc, "before the response started") from exc
-        try:
-            if response.status_code != 200:
-                raise await _read_error(response)
-            yield _BodyStream(response)
+            if response.status != 200:
+                raise provider_error_from_response(
+                    response.status,
+                    await response.read_error_body(MAX_ERROR_BODY),
+                    response.headers,
+                    reason=response.reason,
+                )
+            yield response
         finally:
             await response.aclose()
-
-
-class _BodyStream:
-    """The body chunks of one response, transport errors turned into ``ProviderError``."""
-
-    __slots__ = ("_chunks", "_received")
-
-    def __init__(self, response: httpx.Response) -> None:
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        # Raw bytes when nothing is to be decoded: no extra copies on the hot path.
-        self._chunks = (
-            response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
-        )
-        self._received = 0
-
-    def __aiter__(self) -> _BodyStream:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            chunk = await self._chunks.__anext__()
-        except httpx.TransportError as exc:
-            raise _transport_error(exc, f"after {self._received} bytes of the body") from exc
-        self._received += len(chunk)
-        return chunk
-
-
-def _bounded(own: httpx.Timeout, timeout: float | None) -> httpx.Timeout:
-    """Each phase of ``own`` capped at ``timeout`` seconds (L36: never lengthened)."""
-    if timeout is None:
-        return own
-    cap = max(timeout, 0.001)
-
-    def phase(value: float | None) -> float:
-        return cap if value is None else min(value, cap)
-
-    return httpx.Timeout(
-        connect=phase(own.connect),
-        read=phase(own.read),
-        write=phase(own.write),
-        pool=phase(own.pool),
-    )
 
 
 def _join(base: str, version: str, resource: str) -> str:
@@ -304,43 +259,6 @@ def _import_google_auth() -> Any:
             "(or use an API key: GeminiClient(..., vertex=True, api_key=...))"
         ) from exc
     return google.auth
-
-
-def _transport_error(exc: httpx.TransportError, where: str) -> ProviderError:
-    name = type(exc).__name__
-    detail = str(exc) or name
-    if isinstance(exc, httpx.TimeoutException):
-        return ProviderError(
-            None,
-            "DEADLINE_EXCEEDED",
-            f"timed out {where}: {name}: {detail}",
-            True,
-            kind="timeout",
-        )
-    return ProviderError(
-        None,
-        "CONNECTION",
-        f"connection failed {where}: {name}: {detail}",
-        True,
-        kind="connection",
-    )
-
-
-async def _read_error(response: httpx.Response) -> ProviderError:
-    raw = bytearray()
-    try:
-        async for piece in response.aiter_bytes():
-            raw += piece
-            if len(raw) >= MAX_ERROR_BODY:
-                break
-    except httpx.TransportError:
-        pass  # the status is what matters; keep what arrived
-    return provider_error_from_response(
-        response.status_code,
-        bytes(raw[:MAX_ERROR_BODY]),
-        response.headers,
-        reason=response.reason_phrase,
-    )
 
 
 def provider_error_from_response(

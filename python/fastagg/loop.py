@@ -756,14 +756,17 @@ class _Turn:
                 )
         await self._find_repeats(step, calls)
         self.last_progress = started = self.loop.time()
-        tasks = [
-            self.loop.create_task(self._call_tool(step, i, call, responses))
-            for i, call in enumerate(calls)
-            if i not in self.repeats
-        ]
+        run = [i for i in range(len(calls)) if i not in self.repeats]  # L39: once per call
+        # One call runs in the turn's own task: a task of its own would cost a
+        # Task, two loop iterations and a context copy per step (L46).
+        tasks = (
+            []
+            if len(run) == 1
+            else [self.loop.create_task(self._call_tool(step, i, calls[i], responses)) for i in run]
+        )
         try:
-            if len(tasks) == 1:
-                await tasks[0]
+            if len(run) == 1:
+                await self._call_tool(step, run[0], calls[run[0]], responses)
             else:
                 await asyncio.gather(*tasks)
         except BaseException:
@@ -906,7 +909,9 @@ class _Turn:
                 timed_out = True
                 task.cancel()
 
-            handle = loop.call_later(timeout, on_timeout) if own else None
+            # When the turn's deadline comes first it ends the tool anyway: no timer (L46).
+            armed = own and start + timeout < self.deadline
+            handle = loop.call_later(timeout, on_timeout) if armed else None
             if own:
                 self.stall_holds += 1  # the tool's own timeout bounds it (L7)
             try:

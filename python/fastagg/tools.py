@@ -22,8 +22,11 @@ import re
 import threading
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union, overload
+
+import orjson
 
 __all__ = ["Tool", "ToolContext", "tool"]
 
@@ -141,7 +144,7 @@ class Tool:
         self.name = name
         self.fn = fn
         self.timeout = timeout
-        derived = _derive(fn)
+        derived = _derived(fn)
         self.description = description if description is not None else derived.description
         self.parameters = parameters if parameters is not None else derived.schema
         self._ctx_param = derived.ctx_param
@@ -238,6 +241,24 @@ class _Derived:
     schema: dict[str, Any]
     convert: dict[str, Convert]
     ctx_param: str | None
+
+
+# Deriving reads the signature, resolves the type hints and parses the
+# docstring (~90 µs), and run_turn does it for every plain function on every
+# turn: results are kept per function object, weakly (L47).
+_DERIVED: weakref.WeakKeyDictionary[Any, _Derived] = weakref.WeakKeyDictionary()
+
+
+def _derived(fn: Callable[..., Any]) -> _Derived:
+    """``_derive(fn)``, once per function object; the schema is each caller's own copy."""
+    try:
+        found = _DERIVED.get(fn)
+    except TypeError:  # not weakly referenceable, or unhashable: derive every time
+        return _derive(fn)
+    if found is None:
+        found = _DERIVED[fn] = _derive(fn)
+    # A schema is JSON by construction: an orjson round trip is a deep copy (~2 µs).
+    return dataclasses.replace(found, schema=orjson.loads(orjson.dumps(found.schema)))
 
 
 def _derive(fn: Callable[..., Any]) -> _Derived:

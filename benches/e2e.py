@@ -1,0 +1,724 @@
+"""End to end over loopback HTTP: client-process CPU per event (report section 6).
+
+A server subprocess (so that its CPU is not counted) serves the corpus
+streams in 4 KiB writes, HTTP/1.1 chunked, keep-alive: either a plain asyncio
+server (``plain``: the cheapest possible peer) or ``FakeGemini`` (``fake``:
+the test server, which also validates every request). It picks the stream
+from the prompt text ``stream:<name>``, stops when its stdin closes and in
+any case after :data:`SERVER_LIFETIME` seconds.
+
+The client process runs one contender at a time, ``concurrency`` streams at
+once in one event loop, and measures ``time.process_time()`` (all its
+threads) per event received:
+
+- ``raw/<t>``: the transport alone reads the body (no aggregation);
+- ``fastagg/<t>``: ``GeminiClient(transport=t).stream()`` and
+  ``StreamAggregator.feed()`` per chunk, then ``close()`` and ``.parts``;
+- ``google-genai``: ``client.aio.models.generate_content_stream`` (its own
+  default async stack) and the plain Python aggregation of the benchmark's
+  SDK contender;
+- ``google-genai + ADK``: ``google.adk.models.Gemini.generate_content_async(
+  stream=True)``, ADK's own model layer with its streaming aggregator (on
+  google-genai), when google-adk is installed.
+
+``python -m benches.e2e serve KIND SCALE`` runs the server (used internally).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+import fastagg
+from fastagg.transport import AiohttpTransport, HttpxTransport
+
+from . import contenders as C
+from . import corpus
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["e2e_markdown"]
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_LIFETIME = 1800.0  # seconds: the server subprocess exits by itself after this
+E2E_STREAMS = ("text", "tool_parallel", "streamed_args", "interleaved", "agentic")
+WRITE = 4096
+PROMPT = "stream:"
+
+
+# --------------------------------------------------------------------------
+# the server subprocess
+# --------------------------------------------------------------------------
+
+
+def _bodies(scale: float) -> dict[str, bytes]:
+    return {name: corpus.build(name, scale=scale).body for name in E2E_STREAMS}
+
+
+def _chunked(body: bytes) -> bytes:
+    out = bytearray()
+    for i in range(0, len(body), WRITE):
+        piece = body[i : i + WRITE]
+        out += f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+    return bytes(out + b"0\r\n\r\n")
+
+
+def _stream_of(request: Any) -> str:
+    text: str = request["contents"][0]["parts"][0]["text"]
+    return text.removeprefix(PROMPT)
+
+
+async def _plain_server(bodies: dict[str, bytes]) -> asyncio.Server:
+    # Pre-framed once: each 4 KiB piece is one HTTP chunk, written on its own.
+    pieces = {name: _chunked(body) for name, body in bodies.items()}
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    step = WRITE + 8
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                header = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in header.split(b"\r\n"):
+                    if line[:15].lower() == b"content-length:":
+                        length = int(line[15:])
+                body = orjson.loads(await reader.readexactly(length))
+                framed = pieces[_stream_of(body)]
+                writer.write(head)
+                for i in range(0, len(framed), step):
+                    writer.write(framed[i : i + step])
+                    await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the client left, or the server is stopping: this connection is done
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
+
+
+async def _serve(kind: str, scale: float) -> None:
+    bodies = _bodies(scale)
+    loop = asyncio.get_running_loop()
+    if kind == "plain":
+        server = await _plain_server(bodies)
+        port = server.sockets[0].getsockname()[1]
+        stop: Callable[[], Awaitable[Any]] = server.wait_closed
+        close = server.close
+    else:
+        from fastagg.testing import FakeGemini, Step
+
+        def answer(body: Any, index: int) -> Step:
+            return Step(raw=bodies[_stream_of(body)], tiny_writes=WRITE)
+
+        fake = FakeGemini(answer, require_auth=False)
+        await fake.start()
+        port = fake.port
+        stop, close = fake.stop, lambda: None
+    print(port, flush=True)
+    # Stop when the parent closes stdin (or dies), or after SERVER_LIFETIME.
+    done = loop.create_future()
+    loop.add_reader(sys.stdin.fileno(), lambda: done.done() or done.set_result(None))
+    try:
+        await asyncio.wait_for(done, SERVER_LIFETIME)
+    except TimeoutError:
+        pass
+    close()
+    await stop()
+
+
+class Server:
+    """A server subprocess on loopback; a context manager."""
+
+    def __init__(self, kind: str, scale: float) -> None:
+        self.kind = kind
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benches.e2e", "serve", kind, repr(scale)],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.strip():
+            self.close()
+            raise RuntimeError(f"the {kind} bench server did not start")
+        self.url = f"http://127.0.0.1:{int(line)}"
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------
+# the contenders (client side)
+# --------------------------------------------------------------------------
+
+
+def _request(name: str) -> dict[str, Any]:
+    return {"contents": [{"role": "user", "parts": [{"text": PROMPT + name}]}]}
+
+
+class Contender:
+    """Opens its clients in the running loop; ``one(stream)`` runs one stream."""
+
+    name = ""
+
+    async def open(self, url: str) -> None: ...
+
+    async def one(self, stream: corpus.Stream) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class FastaggContender(Contender):
+    def __init__(self, transport: str, aggregate: bool = True) -> None:
+        self.transport = transport
+        self.aggregate = aggregate
+        self.name = ("fastagg/" if aggregate else "raw/") + transport
+
+    async def open(self, url: str) -> None:
+        # A pool as large as the highest concurrency: no stream waits for a connection.
+        transport = AiohttpTransport() if self.transport == "aiohttp" else HttpxTransport()
+        self.client = fastagg.GeminiClient(
+            corpus.GEMINI_MODEL, api_key="bench", base_url=url, http_client=transport
+        )
+        self._owned = transport
+
+    async def one(self, stream: corpus.Stream) -> None:
+        if not self.aggregate:
+            async with self.client.stream(_request(stream.name), timeout=None) as body:
+                async for _ in body:
+                    pass
+            return
+        agg = fastagg.StreamAggregator(deltas=False)
+        feed = agg.feed
+        async with self.client.stream(_request(stream.name), timeout=None) as body:
+            async for chunk in body:
+                feed(chunk)
+        agg.close().parts  # noqa: B018 - what an agent reads; part of the cost
+
+    async def close(self) -> None:
+        await self._owned.aclose()
+
+
+class GenaiContender(Contender):
+    name = "google-genai"
+
+    async def open(self, url: str) -> None:
+        from google import genai
+        from google.genai import types
+
+        options = types.HttpOptions(base_url=url)
+        self.clients = {
+            False: genai.Client(api_key="bench", http_options=options),
+            True: genai.Client(vertexai=True, api_key="bench", http_options=options),
+        }
+
+    async def one(self, stream: corpus.Stream) -> None:
+        model = corpus.VERTEX_MODEL if stream.vertex else corpus.GEMINI_MODEL
+        responses = [
+            r
+            async for r in await self.clients[stream.vertex].aio.models.generate_content_stream(
+                model=model, contents=PROMPT + stream.name
+            )
+        ]
+        C.aggregate_genai(responses)
+
+    async def close(self) -> None:
+        for client in self.clients.values():
+            await client.aio.aclose()
+
+
+def adk_available() -> bool:
+    """Whether google-adk is importable."""
+    try:
+        import google.adk.models  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class AdkContender(GenaiContender):
+    name = "google-genai + ADK"
+
+    async def open(self, url: str) -> None:
+        from google.adk.models.google_llm import Gemini
+
+        await super().open(url)
+        self.llms = {}
+        for vertex, client in self.clients.items():
+            llm = Gemini(model=corpus.VERTEX_MODEL if vertex else corpus.GEMINI_MODEL)
+            # ADK builds its client lazily (a cached property): hand it ours.
+            llm.__dict__["api_client"] = client
+            self.llms[vertex] = llm
+
+    async def one(self, stream: corpus.Stream) -> None:
+        from google.adk.models.llm_request import LlmRequest
+        from google.genai import types
+
+        llm = self.llms[stream.vertex]
+        request = LlmRequest(
+            model=llm.model,
+            contents=[types.Content(role="user", parts=[types.Part(text=PROMPT + stream.name)])],
+            config=types.GenerateContentConfig(),
+        )
+        async for _ in llm.generate_content_async(request, stream=True):
+            pass
+
+
+# --------------------------------------------------------------------------
+# measuring
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    quick: bool
+    scale: float
+    streams: tuple[str, ...]
+    servers: tuple[str, ...]
+    concurrency: tuple[int, ...]
+    fast_events: int  # events per measurement for the fastagg and raw rows
+    slow_events: int  # the same for the SDK rows
+    reps: int
+
+
+def _plan(quick: bool) -> Plan:
+    if quick:
+        return Plan(True, 0.05, ("text",), ("plain",), (1, 10), 2_000, 300, 1)
+    return Plan(False, 0.3, E2E_STREAMS, ("plain", "fake"), (1, 10, 100), 40_000, 3_000, 3)
+
+
+async def _cpu_per_event(
+    contender: Contender,
+    stream: corpus.Stream,
+    concurrency: int,
+    events: int,
+    reps: int,
+    warm: bool = True,
+) -> float:
+    """Median client CPU seconds per event over ``reps`` measurements.
+
+    The warm-up round opens the connections (the pool keeps them), so that
+    connecting is not counted; without it, connecting is part of the cost.
+    """
+    rounds = max(1, math.ceil(events / (stream.events * concurrency)))
+    if warm:
+        await asyncio.gather(*(contender.one(stream) for _ in range(concurrency)))
+    samples = []
+    for _ in range(reps):
+        gc.collect()
+        t0 = time.process_time()
+        for _ in range(rounds):
+            await asyncio.gather(*(contender.one(stream) for _ in range(concurrency)))
+        samples.append((time.process_time() - t0) / (rounds * concurrency * stream.events))
+    return statistics.median(samples)
+
+
+def _in_process(stream: corpus.Stream, reps: int) -> float:
+    """CPU seconds per event of the aggregation alone (4 KiB chunks, no HTTP)."""
+    prep = C.prepare(stream, with_genai=False)
+    run = C.CONTENDERS[0].run
+    rounds = max(1, 20_000 // stream.events)
+    samples = []
+    for _ in range(max(reps, 3)):
+        gc.collect()
+        t0 = time.process_time()
+        for _ in range(rounds):
+            run(prep)
+        samples.append((time.process_time() - t0) / (rounds * stream.events))
+    return min(samples)
+
+
+Key = tuple[str, str, int, str]  # server, stream, concurrency, contender
+
+
+Details = tuple[dict[str, tuple[int, int]], dict[int, dict[str, float]]]
+
+
+async def _details(url: str, text: corpus.Stream, plan: Plan) -> Details:
+    """Frames per chunk on each transport, and the ways of reading (full runs only)."""
+    frames = {t: await _frames_per_chunk(url, t, text) for t in ("aiohttp", "httpx")}
+    ways: dict[int, dict[str, float]] = {}
+    for c in () if plan.quick else (1, 10):
+        ways[c] = await _strategy_cpu(url, text, c, plan.fast_events, plan.reps)
+    return frames, ways
+
+
+def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float], Details]:
+    """Run the plan: µs/event per cell (or why it was skipped), in-process µs/event, details."""
+    genai = C.genai_available()
+    adk = genai and not plan.quick and adk_available()  # importing ADK alone takes ~0.3 s
+    fast: list[Contender] = [
+        FastaggContender("aiohttp"),
+        FastaggContender("httpx"),
+        FastaggContender("aiohttp", aggregate=False),
+        FastaggContender("httpx", aggregate=False),
+    ]
+    slow: list[tuple[Contender | None, str]] = [
+        (GenaiContender() if genai else None, "google-genai"),
+        (
+            AdkContender() if adk else None,
+            "google-genai + ADK",
+        ),
+    ]
+    why_not = {
+        "google-genai": "not installed",
+        "google-genai + ADK": "skipped in --quick" if plan.quick else "google-adk not installed",
+    }
+    streams = {name: corpus.build(name, scale=plan.scale) for name in plan.streams}
+    results: dict[Key, float | str] = {}
+    details: Details = ({}, {})
+    for kind in plan.servers:
+        with Server(kind, plan.scale) as server:
+
+            async def run_all(url: str = server.url, kind: str = kind) -> None:
+                for contender in fast:
+                    await contender.open(url)
+                    for name, stream in streams.items():
+                        for c in plan.concurrency:
+                            results[(kind, name, c, contender.name)] = 1e6 * await _cpu_per_event(
+                                contender, stream, c, plan.fast_events, plan.reps
+                            )
+                    await contender.close()
+                for maybe, label in slow:
+                    if maybe is None:
+                        for name in streams:
+                            for c in plan.concurrency:
+                                results[(kind, name, c, label)] = why_not[label]
+                        continue
+                    await maybe.open(url)
+                    for name, stream in streams.items():
+                        for c in plan.concurrency:
+                            # The SDKs cost ~50x more: 100 at once only on `text`.
+                            if (c > 10 and name != "text") or (
+                                (kind == "fake" or plan.quick) and c > 1
+                            ):
+                                continue
+                            # 100 SDK streams at once take ~30 s a round: one cold round.
+                            big = c > 10
+                            results[(kind, name, c, label)] = 1e6 * await _cpu_per_event(
+                                maybe, stream, c, plan.slow_events, 1 if big else plan.reps, not big
+                            )
+                    await maybe.close()
+
+            asyncio.run(run_all())
+            if kind == "plain":
+                details = asyncio.run(_details(server.url, _text_of(streams), plan))
+    in_process = {name: 1e6 * _in_process(s, plan.reps) for name, s in streams.items()}
+    return results, in_process, details
+
+
+def _text_of(streams: dict[str, corpus.Stream]) -> corpus.Stream:
+    return streams.get("text") or next(iter(streams.values()))
+
+
+# --------------------------------------------------------------------------
+# what happens per chunk (H6): Python frames and read strategies
+# --------------------------------------------------------------------------
+
+
+async def _frames_per_chunk(url: str, transport: str, stream: corpus.Stream) -> tuple[int, int]:
+    """Python frames entered while reading the body of ``stream``, and the chunks yielded.
+
+    Counted from the first ``__anext__`` to the end of the body, so it includes
+    the stack's own callbacks run by the event loop meanwhile (protocol
+    ``data_received``, its parser's ``feed_data``), not the request setup.
+    """
+    contender = FastaggContender(transport, aggregate=False)
+    await contender.open(url)
+    await contender.one(stream)  # connection and imports warm
+    calls = 0
+    chunks = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    async with contender.client.stream(_request(stream.name), timeout=None) as body:
+        sys.setprofile(count)
+        try:
+            async for _ in body:
+                chunks += 1
+        finally:
+            sys.setprofile(None)
+    await contender.close()
+    return calls, chunks
+
+
+async def _strategy_cpu(
+    url: str, stream: corpus.Stream, concurrency: int, events: int, reps: int
+) -> dict[str, float]:
+    """µs per event of reading and feeding ``stream`` by each way of reading the body."""
+    import aiohttp
+    import httpx
+
+    body = orjson.dumps(_request(stream.name))
+    target = fastagg.GeminiClient(corpus.GEMINI_MODEL, api_key="b", base_url=url).stream_url
+    headers = {"content-type": "application/json"}
+    out: dict[str, float] = {}
+    async with aiohttp.ClientSession() as session, httpx.AsyncClient() as http:
+
+        def via_aiohttp(read: Callable[[Any], Any]) -> Callable[[], Awaitable[None]]:
+            async def one() -> None:
+                feed = fastagg.StreamAggregator(deltas=False).feed
+                async with session.post(target, data=body, headers=headers) as response:
+                    async for chunk in read(response.content):
+                        feed(chunk)
+
+            return one
+
+        def via_httpx(size: int | None) -> Callable[[], Awaitable[None]]:
+            async def one() -> None:
+                feed = fastagg.StreamAggregator(deltas=False).feed
+                request = http.build_request("POST", target, content=body, headers=headers)
+                response = await http.send(request, stream=True)
+                try:
+                    async for chunk in response.aiter_raw(size):
+                        feed(chunk)
+                finally:
+                    await response.aclose()
+
+            return one
+
+        async def chunks_of(content: Any) -> Any:
+            while True:
+                data, _ = await content.readchunk()
+                if not data:
+                    return
+                yield data
+
+        ways: dict[str, Callable[[], Awaitable[None]]] = {
+            "aiohttp readany() (default)": via_aiohttp(lambda c: c.iter_any()),
+            "aiohttp readchunk() (one HTTP chunk each)": via_aiohttp(chunks_of),
+            "aiohttp iter_chunked(4 KiB)": via_aiohttp(lambda c: c.iter_chunked(4096)),
+            "aiohttp iter_chunked(64 KiB)": via_aiohttp(lambda c: c.iter_chunked(65536)),
+            "httpx aiter_raw() (default)": via_httpx(None),
+            "httpx aiter_raw(64 KiB)": via_httpx(65536),
+        }
+        ways.update(_other_stacks(target, body, headers))
+
+        class Way(Contender):
+            def __init__(self, fn: Callable[[], Awaitable[None]]) -> None:
+                self.fn = fn
+
+            async def one(self, stream: corpus.Stream) -> None:
+                await self.fn()
+
+        for label, fn in ways.items():
+            out[label] = 1e6 * await _cpu_per_event(Way(fn), stream, concurrency, events, reps)
+    return out
+
+
+def _other_stacks(
+    target: str, body: bytes, headers: dict[str, str]
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """Other async HTTP stacks from PyPI, when installed (measured, not used by fastagg)."""
+    ways: dict[str, Callable[[], Awaitable[None]]] = {}
+    try:
+        from pyreqwest.client import ClientBuilder
+    except ImportError:
+        pass
+    else:
+        client = ClientBuilder().build()
+
+        async def reqwest() -> None:
+            feed = fastagg.StreamAggregator(deltas=False).feed
+            request = client.post(target).headers(headers).body_bytes(body).build_streamed()
+            async with request as response:
+                reader = response.body_reader
+                while (chunk := await reader.read_chunk()) is not None:
+                    feed(bytes(chunk))
+
+        ways["pyreqwest read_chunk() (Rust reqwest; when installed)"] = reqwest
+    try:
+        import aiosonic
+    except ImportError:
+        pass
+    else:
+        sonic = aiosonic.HTTPClient()
+
+        async def aiosonic_way() -> None:
+            feed = fastagg.StreamAggregator(deltas=False).feed
+            response = await sonic.post(target, data=body, headers=headers)
+            async for chunk in response.read_chunks():
+                feed(chunk)
+
+        ways["aiosonic read_chunks() (when installed)"] = aiosonic_way
+    return ways
+
+
+# --------------------------------------------------------------------------
+# the report section
+# --------------------------------------------------------------------------
+
+
+def _cell(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return f"- ({value})"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:,.0f}"
+
+
+CONTENDER_ORDER = (
+    "fastagg/aiohttp",
+    "fastagg/httpx",
+    "raw/aiohttp",
+    "raw/httpx",
+    "google-genai",
+    "google-genai + ADK",
+)
+
+
+def e2e_markdown(quick: bool) -> str:
+    """The "End to end over loopback" section of the report."""
+    plan = _plan(quick)
+    results, in_process, (frames, ways) = measure(plan)
+    streams = {name: corpus.build(name, scale=plan.scale) for name in plan.streams}
+    lines = [
+        f"Client-process CPU (`time.process_time()`) per event received, µs; the server is a "
+        f"separate process on 127.0.0.1 writing each stream in 4 KiB HTTP chunks (keep-alive). "
+        f"`plain`: a bare asyncio server; `fake`: `FakeGemini`. Streams at scale {plan.scale} "
+        f"(events: "
+        + ", ".join(f"`{n}` {s.events:,}" for n, s in streams.items())
+        + "). `at once`: streams in flight together in one event loop. `raw/*` reads the "
+        "body and aggregates nothing; `fastagg/*` is `GeminiClient(transport=...).stream()` + "
+        "`feed()` + `close().parts`; `in process` is the aggregation alone on the same bytes "
+        "(the contenders table's fastagg row). google-genai uses its own default async stack; "
+        "the ADK row is `google.adk.models.Gemini.generate_content_async(stream=True)` (ADK's "
+        "model layer with its streaming aggregator) on that. `transport ÷ aggregation`: "
+        "`raw/aiohttp` (the transport alone, measured) ÷ `in process`, then in brackets "
+        "(`fastagg/aiohttp` minus `in process`) ÷ `in process` (the same, by difference: noisier, "
+        "it can even come out below 0).",
+        "",
+        "| server | stream | at once | in process | "
+        + " | ".join(CONTENDER_ORDER)
+        + " | ADK ÷ fastagg | transport ÷ aggregation |",
+        "|---|---|---:|---:|" + "---:|" * len(CONTENDER_ORDER) + "---:|---:|",
+    ]
+
+    def transport(kind: str, name: str, c: int) -> str:
+        raw = results.get((kind, name, c, "raw/aiohttp"))
+        fa = results.get((kind, name, c, "fastagg/aiohttp"))
+        if not isinstance(raw, float) or not isinstance(fa, float):
+            return "-"
+        agg = in_process[name]
+        return f"{raw / agg:.2f}x ({(fa - agg) / agg:.2f}x)"
+
+    for kind in plan.servers:
+        for name in plan.streams:
+            for c in plan.concurrency:
+                row = [results.get((kind, name, c, label)) for label in CONTENDER_ORDER]
+                fa = results.get((kind, name, c, "fastagg/aiohttp"))
+                adk = results.get((kind, name, c, "google-genai + ADK"))
+                ratio = (
+                    f"{adk / fa:.0f}x" if isinstance(fa, float) and isinstance(adk, float) else "-"
+                )
+                lines.append(
+                    f"| {kind} | {name} | {c} | {_cell(in_process[name])} | "
+                    + " | ".join(_cell(v) for v in row)
+                    + f" | {ratio} | {transport(kind, name, c)} |"
+                )
+    lines += [
+        "",
+        "Targets (fastagg/aiohttp, the default; `plain` server, 1 at once unless said):",
+        "",
+    ]
+    lines += ["| target | stream | measured | met |", "|---|---|---|---|"]
+    for name in plan.streams:
+        fa = results.get(("plain", name, 1, "fastagg/aiohttp"))
+        adk = results.get(("plain", name, 1, "google-genai + ADK"))
+        need = 100 if name == "text" else 50
+        if isinstance(fa, float) and isinstance(adk, float):
+            x = adk / fa
+            lines.append(
+                f"| ≥ {need}x google-genai + ADK | `{name}` | {x:.0f}x | "
+                f"{'yes' if x >= need else f'no ({need / x:.2f}x short)'} |"
+            )
+        elif isinstance(adk, str):
+            lines.append(f"| ≥ {need}x google-genai + ADK | `{name}` | - ({adk}) | - |")
+        raw = results.get(("plain", name, 1, "raw/aiohttp"))
+        if isinstance(raw, float):
+            over = raw / in_process[name]
+            lines.append(
+                f"| transport ≤ 1x the aggregation | `{name}` | "
+                f"{transport('plain', name, 1)} | {'yes' if over <= 1 else f'no ({over:.2f}x)'} |"
+            )
+        top = max(plan.concurrency)
+        many = results.get(("plain", name, top, "fastagg/aiohttp"))
+        if isinstance(fa, float) and isinstance(many, float):
+            lines.append(
+                f"| {top} at once ≤ 1 at once, per event | `{name}` | {many / fa:.2f}x | "
+                f"{'yes' if many <= fa else f'no ({many / fa:.2f}x)'} |"
+            )
+    lines.append("")
+    # per-chunk work and read strategies
+    text = _text_of(streams)
+    writes = math.ceil(len(text.body) / WRITE)
+    lines += [
+        f"Python frames entered between the socket and the consumer while the body of "
+        f"`{text.name}` is read (`raw/*`, `sys.setprofile` call events, request setup "
+        f"excluded): "
+        + "; ".join(
+            f"{t}: {f / writes:.1f} frames per 4 KiB HTTP chunk sent ({f} frames for {writes} "
+            f"HTTP chunks, yielded as {n} pieces)"
+            for t, (f, n) in frames.items()
+        )
+        + ".",
+        "",
+        "Ways of reading the body, each feeding `StreamAggregator` (µs per event, `plain`, "
+        f"`{text.name}`):",
+        "",
+        "| way | " + " | ".join(f"{c} at once" for c in ways) + " |",
+        "|---|" + "---:|" * len(ways),
+    ]
+    if not ways:
+        lines[-5:] = ["(Ways of reading the body: not measured in --quick.)"]
+    for label in next(iter(ways.values()), {}):
+        lines.append(f"| {label} | " + " | ".join(_cell(ways[c][label]) for c in ways) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``serve KIND SCALE``: run a bench server (the parent reads its port from stdout)."""
+    if len(argv) == 3 and argv[0] == "serve" and argv[1] in ("plain", "fake"):
+        asyncio.run(_serve(argv[1], float(argv[2])))
+        return 0
+    print(
+        f"usage: python -m benches.e2e serve plain|fake SCALE (got {list(argv)})", file=sys.stderr
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,455 @@
+"""HTTP transports for :class:`fastagg.GeminiClient`: one class per HTTP stack.
+
+A transport POSTs a serialized request and hands back a :class:`Response`:
+status, reason, headers, and the raw body chunks as an async iterator. Both
+map their own exceptions to :class:`~fastagg.errors.ProviderError`
+(``kind="timeout"`` or ``kind="connection"``), so retries and error messages
+are the same whichever stack reads the bytes (H3-H6 in ``spec/turn-loop.md``).
+
+``AiohttpTransport`` is the default: over loopback it reads a body for
+about a fifth of httpx's CPU (its HTTP parser is C; ``benches/e2e.py``
+measures both). ``HttpxTransport`` stays for users who already hold an
+``httpx.AsyncClient``.
+
+The hot path is one ``__anext__`` frame per chunk around the stack's own read
+(H6): no wrapper generator, no re-chunking, no copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import aiohttp
+import httpx
+
+from .errors import ProviderError
+
+__all__ = [
+    "AiohttpTransport",
+    "HttpxTransport",
+    "Response",
+    "Transport",
+    "make_transport",
+]
+
+# Without a per-request timeout, connecting is bounded and reading is not:
+# a thinking model may be silent for minutes, and the turn loop owns the clocks (H1).
+CONNECT_TIMEOUT = 30.0
+POOL_TIMEOUT = 60.0
+WRITE_TIMEOUT = 60.0
+MAX_CONNECTIONS = 100
+MAX_KEEPALIVE = 20
+
+
+@runtime_checkable
+class Response(Protocol):
+    """One streaming HTTP response; iterating it yields the raw body chunks.
+
+    Iteration raises :class:`ProviderError` (``kind="connection"`` or
+    ``"timeout"``) when the transport fails mid-body; every byte received
+    before the failure has been yielded first.
+    """
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]  # case-insensitive
+
+    def __aiter__(self) -> AsyncIterator[bytes]: ...
+
+    async def __anext__(self) -> bytes: ...
+
+    async def read_error_body(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the (error) body; a transport failure ends it quietly."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the response; the connection goes back to the pool only when the body was read."""
+        ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What ``GeminiClient`` needs from an HTTP stack (H3)."""
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
+    ) -> Response:
+        """POST ``body``; return once the status line and headers arrived.
+
+        ``timeout`` (seconds, a plain per-request float) bounds connecting and
+        every wait for bytes; None bounds only connecting (H1). Raises
+        :class:`ProviderError` for transport failures and timeouts.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connection pool (only when the transport created it)."""
+        ...
+
+
+def _cap(own: float | None, cap: float) -> float:
+    return cap if own is None else min(own, cap)
+
+
+def _bounded_aiohttp(own: aiohttp.ClientTimeout, timeout: float | None) -> aiohttp.ClientTimeout:
+    """Each phase of the session's ``own`` timeout capped at ``timeout`` (L36: never
+    lengthened, so a caller's smaller timeout is kept)."""
+    if timeout is None:
+        return own
+    cap = max(timeout, 0.001)
+    return aiohttp.ClientTimeout(
+        total=own.total,  # a whole-response bound of the caller's stays theirs
+        connect=_cap(own.connect, cap),
+        sock_connect=_cap(own.sock_connect, cap),
+        sock_read=_cap(own.sock_read, cap),
+    )
+
+
+def _bounded_httpx(own: httpx.Timeout, timeout: float | None) -> httpx.Timeout:
+    """Each phase of the client's ``own`` timeout capped at ``timeout`` (L36)."""
+    if timeout is None:
+        return own
+    cap = max(timeout, 0.001)
+    return httpx.Timeout(
+        connect=_cap(own.connect, cap),
+        read=_cap(own.read, cap),
+        write=_cap(own.write, cap),
+        pool=_cap(own.pool, cap),
+    )
+
+
+def _timeout_error(exc: BaseException, where: str) -> ProviderError:
+    name = type(exc).__name__
+    return ProviderError(
+        None,
+        "DEADLINE_EXCEEDED",
+        f"timed out {where}: {name}: {str(exc) or name}",
+        True,
+        kind="timeout",
+    )
+
+
+def _connection_error(exc: BaseException, where: str) -> ProviderError:
+    name = type(exc).__name__
+    return ProviderError(
+        None,
+        "CONNECTION",
+        f"connection failed {where}: {name}: {str(exc) or name}",
+        True,
+        kind="connection",
+    )
+
+
+_BEFORE = "before the response started"
+
+
+def _during(received: int) -> str:
+    return f"after {received} bytes of the body"
+
+
+# --------------------------------------------------------------------------
+# aiohttp (the default)
+# --------------------------------------------------------------------------
+
+
+class AiohttpTransport:
+    """Streams over an ``aiohttp.ClientSession`` (the default transport).
+
+    Without ``session`` it creates one on first use: a ``TCPConnector`` with
+    100 connections, HTTP/1.1 keep-alive and the system's TLS trust store.
+    Proxies come from the environment (``HTTP(S)_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``), read when the transport is made, as httpx does (H3):
+    aiohttp's own ``trust_env=True`` would look them and ``.netrc`` up again
+    in two worker threads on every request. A given ``session`` is used as
+    it is (its own ``trust_env`` applies) and is not closed by :meth:`aclose`.
+    aiohttp has no write timeout: a stalled upload is bounded by the turn's
+    own clocks (H5).
+    """
+
+    def __init__(self, session: aiohttp.ClientSession | None = None) -> None:
+        self._session = session
+        self._owns = session is None
+        self._env_proxies = urllib.request.getproxies_environment() if self._owns else {}
+        self._proxy_for: dict[str, tuple[str | None, aiohttp.BasicAuth | None]] = {}
+        # Timeout objects are immutable: build the default once.
+        self._default_timeout = aiohttp.ClientTimeout(
+            total=None, connect=POOL_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=None
+        )
+
+    def _open_session(self) -> aiohttp.ClientSession:
+        # Created lazily: a ClientSession must be made inside a running event loop.
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0),
+            timeout=self._default_timeout,
+        )
+        return self._session
+
+    def _proxy(self, url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+        """The environment's proxy for ``url`` (and its credentials), once per origin."""
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]
+        found = self._proxy_for.get(origin)
+        if found is None:
+            parts = urllib.parse.urlsplit(origin)
+            env = self._env_proxies
+            proxy = env.get(parts.scheme) or env.get("all")
+            # NO_PROXY is read by the stdlib's own rules (not in typeshed).
+            bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+            if proxy is None or bypass(parts.hostname or "", env):
+                found = (None, None)
+            else:
+                found = _split_credentials(proxy if "://" in proxy else f"http://{proxy}")
+            self._proxy_for[origin] = found
+        return found
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
+    ) -> AiohttpResponse:
+        """POST ``body`` to ``url`` (see :meth:`Transport.post`)."""
+        session = self._session if self._session is not None else self._open_session()
+        own = session.timeout if isinstance(session.timeout, aiohttp.ClientTimeout) else None
+        client_timeout = _bounded_aiohttp(own or self._default_timeout, timeout)
+        proxy, proxy_auth = self._proxy(url) if self._env_proxies else (None, None)
+        try:
+            response = await session.post(
+                url,
+                data=body,
+                headers=headers,
+                timeout=client_timeout,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+            )
+        # aiohttp's timeouts subclass asyncio.TimeoutError (not the builtin before 3.11).
+        except asyncio.TimeoutError as exc:
+            raise _timeout_error(exc, _BEFORE) from exc
+        except aiohttp.InvalidURL:
+            raise
+        except aiohttp.ClientError as exc:
+            raise _connection_error(exc, _BEFORE) from exc
+        return AiohttpResponse(response)
+
+    async def aclose(self) -> None:
+        """Close the session (only when this transport created it)."""
+        if self._owns and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession | None:
+        """The ``aiohttp.ClientSession`` in use (None before the first request)."""
+        return self._session
+
+
+def _split_credentials(proxy: str) -> tuple[str, aiohttp.BasicAuth | None]:
+    """``http://user:pw@host:port`` -> (``http://host:port``, its BasicAuth)."""
+    parts = urllib.parse.urlsplit(proxy)
+    if parts.username is None:
+        return proxy, None
+    host = parts.netloc.rpartition("@")[2]
+    auth = aiohttp.BasicAuth(
+        urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
+    )
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), auth
+
+
+class AiohttpResponse:
+    """The body of one aiohttp response: ``content.readany()`` per chunk (H6)."""
+
+    __slots__ = ("_readany", "_response", "headers", "reason", "status")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.status = response.status
+        self.reason = response.reason or ""
+        self.headers: Mapping[str, str] = response.headers
+        # readany() returns everything buffered at once (one feed() per socket
+        # read, not per HTTP chunk); the content is already decoded when the
+        # response has a Content-Encoding.
+        self._readany = response.content.readany
+
+    def __aiter__(self) -> AiohttpResponse:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk = await self._readany()
+        except asyncio.TimeoutError as exc:
+            raise _timeout_error(exc, _during(self._response.content.total_bytes)) from exc
+        except aiohttp.ClientError as exc:
+            rest = self._buffered()
+            if rest:
+                # H7: readany() raises as soon as the connection is lost, even
+                # with bytes still buffered; hand those out first. The reader
+                # keeps its exception, so the next call raises it.
+                return rest
+            # Nothing is left buffered, so every byte received was yielded:
+            # the reader's own count replaces a counter on the hot path.
+            raise _connection_error(exc, _during(self._response.content.total_bytes)) from exc
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+    def _buffered(self) -> bytes:
+        # aiohttp has no public way to read past a stored exception; its
+        # StreamReader keeps unread bytes in ``_buffer`` (since aiohttp 3.0).
+        reader = self._response.content
+        buffer = getattr(reader, "_buffer", None)
+        if not buffer:
+            return b""
+        rest = b"".join(buffer)
+        buffer.clear()
+        return rest
+
+    async def read_error_body(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the body (see :meth:`Response.read_error_body`)."""
+        raw = bytearray()
+        try:
+            while len(raw) < limit:
+                piece = await self._response.content.readany()
+                if not piece:
+                    break
+                raw += piece
+        except (asyncio.TimeoutError, aiohttp.ClientError):
+            pass  # the status is what matters; keep what arrived
+        return bytes(raw[:limit])
+
+    async def aclose(self) -> None:
+        """Release the connection: back to the pool after a full body, closed otherwise."""
+        # release() closes the connection when the payload is incomplete.
+        self._response.release()
+
+
+# --------------------------------------------------------------------------
+# httpx
+# --------------------------------------------------------------------------
+
+
+class HttpxTransport:
+    """Streams over an ``httpx.AsyncClient``.
+
+    Without ``client`` it creates one: 100 connections, 20 kept alive,
+    proxies from the environment, certifi's trust store. A given ``client``
+    is used as it is and is not closed by :meth:`aclose`.
+    """
+
+    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
+        self._default_timeout = httpx.Timeout(
+            connect=CONNECT_TIMEOUT, read=None, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
+        )
+        self._owns = client is None
+        self.client = (
+            client
+            if client is not None
+            else httpx.AsyncClient(
+                timeout=self._default_timeout,
+                limits=httpx.Limits(
+                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE
+                ),
+            )
+        )
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
+    ) -> HttpxResponse:
+        """POST ``body`` to ``url`` (see :meth:`Transport.post`)."""
+        http_timeout = _bounded_httpx(self.client.timeout, timeout)
+        request = self.client.build_request(
+            "POST", url, content=body, headers=headers, timeout=http_timeout
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise _timeout_error(exc, _BEFORE) from exc
+        except httpx.TransportError as exc:
+            raise _connection_error(exc, _BEFORE) from exc
+        return HttpxResponse(response)
+
+    async def aclose(self) -> None:
+        """Close the client (only when this transport created it)."""
+        if self._owns:
+            await self.client.aclose()
+
+
+class HttpxResponse:
+    """The body of one httpx response: ``aiter_raw()`` when nothing is to be decoded (H6)."""
+
+    __slots__ = ("_chunks", "_response", "headers", "reason", "status")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self.status = response.status_code
+        self.reason = response.reason_phrase
+        self.headers: Mapping[str, str] = response.headers
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        # Raw bytes when nothing is to be decoded: no decoder pass on the hot path.
+        chunks = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
+        self._chunks: Any = chunks.__anext__
+
+    def __aiter__(self) -> HttpxResponse:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk: bytes = await self._chunks()
+        except httpx.TimeoutException as exc:
+            raise _timeout_error(exc, _during(self._response.num_bytes_downloaded)) from exc
+        except httpx.TransportError as exc:
+            raise _connection_error(exc, _during(self._response.num_bytes_downloaded)) from exc
+        return chunk
+
+    async def read_error_body(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the body (see :meth:`Response.read_error_body`)."""
+        raw = bytearray()
+        try:
+            async for piece in self._response.aiter_bytes():
+                raw += piece
+                if len(raw) >= limit:
+                    break
+        except httpx.TransportError:
+            pass  # the status is what matters; keep what arrived
+        return bytes(raw[:limit])
+
+    async def aclose(self) -> None:
+        """Close the response (the connection is reused only after a full body)."""
+        await self._response.aclose()
+
+
+TRANSPORTS = ("aiohttp", "httpx")
+
+
+def make_transport(
+    http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
+    transport: str | None = None,
+) -> tuple[Transport, bool]:
+    """The transport for ``GeminiClient(http_client=..., transport=...)`` and whether it owns it.
+
+    ``http_client`` may be a :class:`Transport`, an ``aiohttp.ClientSession``
+    or an ``httpx.AsyncClient`` (H4); otherwise ``transport`` names the stack
+    to create (``"aiohttp"``, the default, or ``"httpx"``).
+    """
+    if http_client is not None:
+        if transport is not None:
+            raise ValueError(
+                "pass either http_client= (your own client) or transport= (the stack "
+                "GeminiClient creates), not both"
+            )
+        if isinstance(http_client, aiohttp.ClientSession):
+            return AiohttpTransport(http_client), False
+        if isinstance(http_client, httpx.AsyncClient):
+            return HttpxTransport(http_client), False
+        if isinstance(http_client, Transport):
+            return http_client, False
+        raise TypeError(
+            f"http_client must be an aiohttp.ClientSession, an httpx.AsyncClient or a "
+            f"fastagg.transport.Transport, not {type(http_client).__name__}"
+        )
+    name = "aiohttp" if transport is None else transport
+    if name == "aiohttp":
+        return AiohttpTransport(), True
+    if name == "httpx":
+        return HttpxTransport(), True
+    raise ValueError(f"unknown transport {transport!r}; use one of: {', '.join(TRANSPORTS)}")
