@@ -331,6 +331,19 @@ class _Turn:
         found = self._holding()
         return min(found, key=_PRECEDENCE.__getitem__) if found else None
 
+    async def _take_pending_interrupt(self) -> None:
+        """Raise the turn's cancellation now when a cause already holds (L33).
+
+        A synchronous handler that sets the abort event returns before the
+        watcher task has run, and a deadline may pass without its timer having
+        fired yet: latch the cause and take the cancellation before a request
+        is sent.
+        """
+        stop = self._checkpoint()
+        if stop is not None:
+            self._interrupt("aborted" if stop is StopReason.ABORTED else "time-limit")
+            await asyncio.sleep(0)
+
     # -- events ----------------------------------------------------------
 
     async def _emit(self, event: TurnEvent) -> None:
@@ -528,6 +541,7 @@ class _Turn:
         sink = self.sink
         if sink is not None:
             await self._emit(StepStart(step, self.limits.max_steps, attempt, kind))
+            await self._take_pending_interrupt()
         self.last_progress = loop.time()
         agg = StreamAggregator()
         self.call_names: dict[int, str | None] = {}
@@ -628,17 +642,20 @@ class _Turn:
     ) -> None:
         self._append(content)
         responses: list[dict[str, Any] | None] = [None] * len(calls)
-        for i, call in enumerate(calls):
-            if self.sink is not None:
-                await self._emit(
-                    ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
-                )
-        self.last_progress = started = self.loop.time()
-        tasks = [
-            self.loop.create_task(self._call_tool(step, i, call, responses))
-            for i, call in enumerate(calls)
-        ]
+        started = self.loop.time()
+        tasks: list[asyncio.Task[None]] = []
+        # L32: from here on every exit answers every call, the awaited events included.
         try:
+            for i, call in enumerate(calls):
+                if self.sink is not None:
+                    await self._emit(
+                        ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
+                    )
+            self.last_progress = started = self.loop.time()
+            tasks = [
+                self.loop.create_task(self._call_tool(step, i, call, responses))
+                for i, call in enumerate(calls)
+            ]
             if len(tasks) == 1:
                 await tasks[0]
             else:
@@ -662,24 +679,18 @@ class _Turn:
         *,
         final: bool,
     ) -> None:
-        """Append the user content with one function response per call, in call order."""
+        """Append the user content with one function response per call, in call order.
+
+        The content is appended before any event is emitted, so that an interrupt
+        while a handler is awaited cannot leave a call unanswered (L32).
+        """
         parts: list[dict[str, Any]] = []
+        cut_off: list[int] = []
         for i, call in enumerate(calls):
             response = responses[i]
             if response is None:
                 response = {"error": "aborted"}
-                if self.sink is not None:
-                    await self._emit(
-                        ToolCallEnd(
-                            step,
-                            i,
-                            call.get("id"),
-                            call["name"],
-                            "aborted",
-                            self.loop.time() - started,
-                            response,
-                        )
-                    )
+                cut_off.append(i)
             fr: dict[str, Any] = {}
             if call.get("id") is not None:
                 fr["id"] = call["id"]
@@ -687,16 +698,33 @@ class _Turn:
             fr["response"] = response
             parts.append({"functionResponse": fr})
         remaining = self._remaining()
-        if (
+        nudge = (
             final
             and not self.nudged
             and remaining is not None
             and remaining < self.limits.wrapup_lead
-        ):
+        )
+        if nudge:
+            assert remaining is not None
             self.nudged = True
             parts.append({"text": WRAPUP_NOTE.format(remaining=_fmt_duration(remaining))})
-            await self._lifecycle("wrapup", step)
         self._append({"role": "user", "parts": parts})
+        if self.sink is not None:
+            for i in cut_off:
+                call = calls[i]
+                await self._emit(
+                    ToolCallEnd(
+                        step,
+                        i,
+                        call.get("id"),
+                        call["name"],
+                        "aborted",
+                        self.loop.time() - started,
+                        parts[i]["functionResponse"]["response"],
+                    )
+                )
+        if nudge:
+            await self._lifecycle("wrapup", step)
 
     async def _call_tool(
         self, step: int, i: int, call: dict[str, Any], responses: list[dict[str, Any] | None]
