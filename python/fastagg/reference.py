@@ -921,33 +921,62 @@ def _holds_value(args: dict[str, Any], path: tuple[Segment, ...]) -> bool:
     return True
 
 
-def _assign(args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool) -> bool:
-    """Apply one partial arg (C4, C9); False on a type conflict (nothing changed then).
+_PAD_SLACK = 8  # C13: how far past the end of an array an index may point
 
-    Containers are only created for missing children, after which nothing can
-    conflict any more, so a refused path never leaves half-built containers.
+
+def _write_problem(args: dict[str, Any], path: tuple[Segment, ...]) -> str | None:
+    """The first problem of writing at ``path``, left to right (C9, C13), or None.
+
+    Along the existing values: an object is needed before a key, an array
+    before an index; every index may be at most ``_PAD_SLACK`` past the end of
+    its array (an array still to be created is empty).
     """
+    node: Any = args
+    for seg in path:
+        if node is None or node is _MISSING:
+            if isinstance(seg, int) and seg > _PAD_SLACK:
+                return _too_far(seg, 0)
+            continue
+        if isinstance(seg, int):
+            if not isinstance(node, list):
+                return _CONFLICT
+            if seg > len(node) + _PAD_SLACK:
+                return _too_far(seg, len(node))
+            node = node[seg] if seg < len(node) else _MISSING
+        else:
+            if not isinstance(node, dict):
+                return _CONFLICT
+            node = node.get(seg, _MISSING)
+    return None
+
+
+def _too_far(index: int, length: int) -> str:
+    return (
+        f"array index {index} is more than {_PAD_SLACK} past the end of an array of {length} (C13)"
+    )
+
+
+def _assign(
+    args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool
+) -> str | None:
+    """Apply one partial arg (C4, C9); the reason when it is refused (nothing changed then)."""
+    problem = _write_problem(args, path)
+    if problem is not None:
+        return problem
     node: Any = args
     last = len(path) - 1
     for depth, seg in enumerate(path):
         if isinstance(seg, int):
-            if not isinstance(node, list):
-                return False
             if seg >= len(node):
                 node.extend([None] * (seg + 1 - len(node)))
             current = node[seg]
         else:
-            if not isinstance(node, dict):
-                return False
             current = node.get(seg, _MISSING)
         if depth == last:
             break
-        want_list = isinstance(path[depth + 1], int)
         if current is None or current is _MISSING:
-            current = [] if want_list else {}
+            current = [] if isinstance(path[depth + 1], int) else {}
             node[seg] = current
-        elif not isinstance(current, list if want_list else dict):
-            return False
         node = current
     seg = path[last]
     if append and isinstance(current, _StrBuf):
@@ -956,7 +985,7 @@ def _assign(args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, appe
         node[seg] = _StrBuf([current, value])
     else:
         node[seg] = value
-    return True
+    return None
 
 
 def _render_json(value: Any) -> Any:
@@ -1363,8 +1392,8 @@ class _TurnState:
             parsed = parse_json_path(path, self.max_array_index)
             if isinstance(parsed, str):
                 reason = parsed
-            elif not _assign(call.args, parsed, value, append=key == "stringValue"):
-                reason = _CONFLICT
+            else:
+                reason = _assign(call.args, parsed, value, append=key == "stringValue")
         if reason is not None:
             if isinstance(path, str):
                 shown = _q(path)
@@ -1745,11 +1774,17 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
 # --------------------------------------------------------------------------
 
 
-def _check_limit(name: str, value: Any) -> int:
+_MAX_ARRAY_INDEX_CAP = 2**31 - 1  # D2b: the largest max_array_index accepted
+_MAX_EVENT_BYTES_CAP = 2**63 - 1  # D2b: the largest max_event_bytes accepted (sys.maxsize)
+
+
+def _check_limit(name: str, value: Any, cap: int) -> int:
     if type(value) is not int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < 0:
         raise ValueError(f"{name} must not be negative, got {value}")
+    if value > cap:
+        raise ValueError(f"{name} must be at most {cap}, got {value}")
     return value
 
 
@@ -1772,10 +1807,14 @@ class StreamAggregator:
     ) -> None:
         self._deltas = bool(deltas)
         self._strict = bool(strict)
-        self._max_event_bytes = _check_limit("max_event_bytes", max_event_bytes)
+        self._max_event_bytes = _check_limit(
+            "max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP
+        )
         self._warnings: list[str] = []
         self._framer = _BodyFramer(self._max_event_bytes)
-        self._state = _TurnState(_check_limit("max_array_index", max_array_index), self._warnings)
+        self._state = _TurnState(
+            _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP), self._warnings
+        )
         self._events_seen = 0
         self._bytes_seen = 0
         self._truncated = False

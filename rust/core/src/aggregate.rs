@@ -11,11 +11,16 @@ use crate::event::{
     event_from_map, parse_event, CandidateIn, EventIn, Fields, ParseError, PartIn, Shaped,
     TextOrValue,
 };
-use crate::json_path::{self, PathError, Segment, Write};
+use crate::json_path::{self, PathError, Segment, Write, WriteError};
 use crate::sse::{BodyFramer, Frame};
 
 /// Candidate indices must be below this (E7).
 const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
+
+/// The largest `max_array_index` accepted (D2b).
+pub const MAX_ARRAY_INDEX_CAP: usize = (1 << 31) - 1;
+/// The largest `max_event_bytes` accepted (D2b): Python's `sys.maxsize`.
+pub const MAX_EVENT_BYTES_CAP: usize = isize::MAX as usize;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -1180,8 +1185,14 @@ fn apply_partial_arg(
         Write::AppendString(s) => Value::String((*s).to_owned()),
         Write::Replace(v) => v.clone(),
     };
-    json_path::write(args, &segments, write)
-        .map_err(|_| "type conflict with the existing value".to_owned())?;
+    json_path::write(args, &segments, write).map_err(|e| match e {
+        WriteError::TypeConflict => "type conflict with the existing value".to_owned(),
+        // C13: the reason names its rule, the warning keeps the C5 form.
+        WriteError::TooFar { index, len } => format!(
+            "array index {index} is more than {} past the end of an array of {len} (C13)",
+            json_path::PAD_SLACK
+        ),
+    })?;
     Ok(Some((path.clone(), delta_value)))
 }
 

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use fastagg_core::aggregate::{Aggregator, CandidateResult, Delta, Options, Response};
+use fastagg_core::aggregate::{
+    Aggregator, CandidateResult, Delta, Options, Response, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
+};
 use fastagg_core::error::MalformedStream;
 use fastagg_core::sse;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -127,7 +129,12 @@ fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
 }
 
 /// A size option: a plain non-negative `int` (not a bool), else a clear error.
-fn limit(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
+fn limit(
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    default: usize,
+    cap: usize,
+) -> PyResult<usize> {
     let Some(value) = value else {
         return Ok(default);
     };
@@ -137,13 +144,18 @@ fn limit(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResu
             value.get_type().name()?
         )));
     }
-    let n: i128 = value.extract()?;
-    if n < 0 {
+    // Compared as Python ints first: a huge value is a ValueError, not an OverflowError (D2b).
+    if value.lt(0)? {
         return Err(PyValueError::new_err(format!(
-            "{name} must not be negative, got {n}"
+            "{name} must not be negative, got {value}"
         )));
     }
-    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    if value.gt(cap)? {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be at most {cap}, got {value}"
+        )));
+    }
+    value.extract()
 }
 
 /// The bytes of `bytes`, `bytearray` or any buffer (memoryview).
@@ -408,8 +420,18 @@ impl StreamAggregator {
         let opts = Options {
             deltas,
             strict,
-            max_event_bytes: limit("max_event_bytes", max_event_bytes, defaults.max_event_bytes)?,
-            max_array_index: limit("max_array_index", max_array_index, defaults.max_array_index)?,
+            max_event_bytes: limit(
+                "max_event_bytes",
+                max_event_bytes,
+                defaults.max_event_bytes,
+                MAX_EVENT_BYTES_CAP,
+            )?,
+            max_array_index: limit(
+                "max_array_index",
+                max_array_index,
+                defaults.max_array_index,
+                MAX_ARRAY_INDEX_CAP,
+            )?,
         };
         Ok(Self {
             core: Aggregator::new(opts),
