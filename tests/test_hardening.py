@@ -120,3 +120,79 @@ def test_d2b_largest_max_array_index_keeps_existing_values_on_a_refused_write(
         f'C5: candidate 0, part 0: partial arg at "$.a[{cap}]" skipped: {c13(cap, 2)}',
         f'C5: candidate 0, part 0: partial arg at "$.b[{cap}]" skipped: {c13(cap, 0)}',
     ]
+
+
+# -- linear cost of accumulated structures (E3, E4, E9a, C14) ---------------------
+
+
+def test_c14_at_most_64_streamed_calls_are_open_the_least_recent_is_closed(
+    impl: ModuleType,
+) -> None:
+    opening = [
+        chunk(fc(id=f"c{i}", name="f", willContinue=True, partialArgs=[pa("$.n", numberValue=i)]))
+        for i in range(66)
+    ]
+    # c1 is touched after c63, so c0 then c2 are the least recently updated.
+    touch = chunk(fc(id="c1", willContinue=True, partialArgs=[pa("$.m", numberValue=1)]))
+    agg = impl.StreamAggregator()
+    deltas = agg.feed(sse(*opening[:64], touch, *opening[64:]))
+    again = agg.feed(sse(chunk(fc(id="c0", name="g", partialArgs=[pa("$.late", stringValue="x")]))))
+    result = agg.close()
+    assert result.warnings[:2] == [
+        "C14: candidate 0, part 0: more than 64 streamed calls were open at once; this one was closed",
+        "C14: candidate 0, part 2: more than 64 streamed calls were open at once; this one was closed",
+    ]
+    assert len(result.warnings) == 3  # c3 makes room for the second c0
+    ends = [d for d in deltas if isinstance(d, impl.CallEnd)]
+    assert [(d.index, d.call["id"]) for d in ends] == [(0, "c0"), (2, "c2")]
+    assert [d.index for d in again if isinstance(d, impl.CallEnd)] == [3, 66]
+    calls = result.function_calls
+    assert len(calls) == 67
+    assert calls[0] == {"id": "c0", "name": "f", "args": {"n": 0}}
+    assert calls[1] == {"id": "c1", "name": "f", "args": {"n": 1, "m": 1}}
+    assert calls[66] == {"id": "c0", "name": "g", "args": {"late": "x"}}
+
+
+def test_e4_candidates_arriving_in_descending_order_are_listed_in_index_order(
+    impl: ModuleType,
+) -> None:
+    events = [
+        {"candidates": [{"index": i, "content": {"parts": [{"text": f"t{i}"}]}}]}
+        for i in range(40, -1, -1)
+    ]
+    result, _ = run_chunks(impl, *events, *events[:3])
+    assert [c.index for c in result.candidates] == list(range(41))
+    assert [c.text for c in result.candidates][:3] == ["t0", "t1", "t2"]
+    assert result.candidates[40].text == "t40t40"
+    assert result.text == "t0"
+
+
+def test_e3_usage_with_many_keys_merges_like_a_json_object(impl: ModuleType) -> None:
+    keys = ",".join(f'"k{i}":{i}' for i in range(40))
+    first = b'{"usageMetadata":{' + keys.encode() + b',"dup":1,"k3":30,"dup":null}}'
+    second = b'{"usageMetadata":{"k0":null,"dup":2,"z":1,"k1":10,"z":null}}'
+    agg = impl.StreamAggregator()
+    agg.feed(sse(first, second))
+    usage = agg.close().usage
+    expected = {f"k{i}": i for i in range(40)}
+    expected.update(k3=30, k1=10, dup=2)
+    assert list(usage) == [*(f"k{i}" for i in range(40)), "dup"]
+    assert usage == expected
+
+
+def test_e9a_citations_deduplicated_by_identity(impl: ModuleType) -> None:
+    def cited(*entries: object) -> dict[str, object]:
+        return {"candidates": [{"citationMetadata": {"citations": list(entries)}}]}
+
+    result, _ = run_chunks(
+        impl,
+        cited({"a": 1, "b": 2}, {"n": 1}),
+        cited({"b": 2, "a": 1}, {"n": 1.0}, {"n": True}, {"n": 0.0}, {"n": -0.0}),
+        cited({"n": 1}, *({"i": i} for i in range(300))),
+        cited(*({"i": i} for i in range(300))),
+    )
+    kept = result.candidates[0].metadata["citationMetadata"]["citations"]
+    assert json.dumps(kept[:6]) == json.dumps(
+        [{"a": 1, "b": 2}, {"n": 1}, {"n": 1.0}, {"n": True}, {"n": 0.0}, {"n": -0.0}]
+    )
+    assert kept[6:] == [{"i": i} for i in range(300)]

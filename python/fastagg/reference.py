@@ -1089,6 +1089,7 @@ class _CandidateState:
         self.citation_seen: dict[str, set[str]] = {}
 
 
+_MAX_OPEN_CALLS = 64  # C14: streamed calls open at once per candidate
 _CANDIDATE_OWN_KEYS = frozenset({"content", "finishReason", "finishMessage", "index"})
 _CITATION_LISTS = ("citations", "citationSources")
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
@@ -1297,6 +1298,13 @@ class _TurnState:
         c = cand.index
         # C8: a new call reserves its slot at the end (ending the text run).
         if call.slot < 0:
+            if len(cand.open_calls) == _MAX_OPEN_CALLS:  # C14: close the least recently updated
+                oldest = min(cand.open_calls, key=lambda c: c.touched)
+                self.warnings.append(
+                    f"C14: candidate {cand.index}, part {oldest.slot}: more than "
+                    f"{_MAX_OPEN_CALLS} streamed calls were open at once; this one was closed"
+                )
+                self._close_call(cand, oldest, deltas)
             call.slot = len(cand.slots)
             cand.slots.append(call)
             cand.open_calls.append(call)

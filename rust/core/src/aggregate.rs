@@ -2,6 +2,7 @@
 //! (aggregation.md E, P, C rules; addendum E7-E9, P7-P9, C8-C12, D1-D3).
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
@@ -13,6 +14,12 @@ use crate::event::{
 };
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
 use crate::sse::{BodyFramer, Frame};
+
+/// At most this many streamed calls are open at once per candidate (C14).
+const MAX_OPEN_CALLS: usize = 64;
+
+/// Objects with at most this many keys are merged without a hash map.
+const SMALL_OBJECT: usize = 16;
 
 /// Candidate indices must be below this (E7).
 const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
@@ -246,7 +253,6 @@ struct StreamedCall {
     name: Option<String>,
     args: Map<String, Value>,
     signature: Option<Value>,
-    open: bool,
     /// Value of the aggregator's clock at the last chunk routed here (C10).
     touched: u64,
     slot: usize,
@@ -297,6 +303,10 @@ struct CandidateState {
     finish_reason: Option<String>,
     finish_message: Option<String>,
     metadata: Map<String, Value>,
+    /// E9a: identities of the kept citation entries, per list key.
+    citation_seen: HashMap<String, HashSet<String>>,
+    /// Indices into `calls` of the open calls, in slot order (C14).
+    open: Vec<usize>,
 }
 
 impl CandidateState {
@@ -309,6 +319,8 @@ impl CandidateState {
             finish_reason: None,
             finish_message: None,
             metadata: Map::new(),
+            citation_seen: HashMap::new(),
+            open: Vec::new(),
         }
     }
 
@@ -377,7 +389,10 @@ fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
 #[derive(Debug)]
 struct State {
     opts: Options,
+    /// In order of first arrival; `positions` finds one by index in O(1), and
+    /// results list them in index order (E4).
     candidates: Vec<CandidateState>,
+    positions: HashMap<u32, usize>,
     usage: Option<Map<String, Value>>,
     model_version: Option<Value>,
     response_id: Option<Value>,
@@ -406,6 +421,7 @@ impl Aggregator {
             state: State {
                 opts,
                 candidates: Vec::new(),
+                positions: HashMap::new(),
                 usage: None,
                 model_version: None,
                 response_id: None,
@@ -645,13 +661,25 @@ impl State {
     }
 
     fn candidate_position(&mut self, index: u32) -> usize {
-        match self.candidates.binary_search_by_key(&index, |c| c.index) {
-            Ok(pos) => pos,
-            Err(pos) => {
-                self.candidates.insert(pos, CandidateState::new(index));
-                pos
-            }
-        }
+        // The usual stream has one candidate: a short scan beats hashing.
+        let found = if self.candidates.len() <= 8 {
+            self.candidates.iter().position(|c| c.index == index)
+        } else {
+            self.positions.get(&index).copied()
+        };
+        found.unwrap_or_else(|| {
+            let pos = self.candidates.len();
+            self.candidates.push(CandidateState::new(index));
+            self.positions.insert(index, pos);
+            pos
+        })
+    }
+
+    /// Positions of the candidates in index order (E4).
+    fn in_index_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        order.sort_unstable_by_key(|&pos| self.candidates[pos].index);
+        order
     }
 
     fn apply_candidate(
@@ -726,8 +754,8 @@ impl State {
             if key == "citationMetadata" {
                 match value {
                     Value::Object(citations) => {
-                        let meta = &mut self.candidates[pos].metadata;
-                        merge_citations(meta, citations);
+                        let cand = &mut self.candidates[pos];
+                        merge_citations(&mut cand.metadata, &mut cand.citation_seen, citations);
                     }
                     _ => self.warn(shape(
                         event,
@@ -875,16 +903,40 @@ impl State {
         let k = match k {
             Route::Existing(k) => k,
             Route::New => {
+                if cand.open.len() == MAX_OPEN_CALLS {
+                    // C14: the least recently updated open call is closed first.
+                    let lru = cand
+                        .open
+                        .iter()
+                        .copied()
+                        .min_by_key(|&k| cand.calls[k].touched)
+                        .unwrap_or_default();
+                    let mut closing = Vec::new();
+                    closing.push(format!(
+                        "C14: candidate {candidate}, part {}: more than {MAX_OPEN_CALLS} \
+                         streamed calls were open at once; this one was closed",
+                        cand.calls[lru].slot
+                    ));
+                    cand.open.retain(|&k| k != lru);
+                    close_call(
+                        candidate,
+                        &mut cand.calls[lru],
+                        want_deltas,
+                        deltas,
+                        &mut closing,
+                    );
+                    self.warnings.append(&mut closing);
+                }
                 cand.run = None;
                 let slot = cand.slots.len();
                 let k = cand.calls.len();
+                cand.open.push(k);
                 cand.slots.push(Slot::Streamed(k));
                 cand.calls.push(StreamedCall {
                     id: id.clone(),
                     name: name.clone(),
                     args: Map::new(),
                     signature: None,
-                    open: true,
                     touched: clock,
                     slot,
                 });
@@ -960,6 +1012,7 @@ impl State {
         let keeps_open = matches!(fc.get("willContinue"), Some(Value::Bool(true)));
         if !keeps_open {
             close_call(candidate, call, want_deltas, deltas, &mut warnings);
+            cand.open.retain(|&open| open != k);
         }
         self.warnings.append(&mut warnings);
     }
@@ -967,10 +1020,17 @@ impl State {
     fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
         let want_deltas = self.opts.deltas;
         let mut warnings = Vec::new();
-        for cand in &mut self.candidates {
+        for pos in self.in_index_order() {
+            let cand = &mut self.candidates[pos];
             let candidate = cand.index;
-            for call in cand.calls.iter_mut().filter(|c| c.open) {
-                close_call(candidate, call, want_deltas, deltas, &mut warnings);
+            for k in std::mem::take(&mut cand.open) {
+                close_call(
+                    candidate,
+                    &mut cand.calls[k],
+                    want_deltas,
+                    deltas,
+                    &mut warnings,
+                );
             }
         }
         self.warnings.append(&mut warnings);
@@ -979,16 +1039,16 @@ impl State {
     /// The current state as a result, unchanged (`snapshot()`).
     fn render(&self) -> Response {
         let candidates = self
-            .candidates
-            .iter()
-            .cloned()
-            .map(CandidateState::into_result);
+            .in_index_order()
+            .into_iter()
+            .map(|pos| self.candidates[pos].clone().into_result());
         self.response(candidates.collect())
     }
 
     /// The final result, moving the parts out of the state (`close()`).
     fn finish(&mut self) -> Response {
-        let candidates = std::mem::take(&mut self.candidates);
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.sort_unstable_by_key(|c| c.index);
         self.response(
             candidates
                 .into_iter()
@@ -1076,7 +1136,8 @@ impl CandidateState {
         partial_args: &[Value],
         max_index: usize,
     ) -> Option<Route> {
-        let open = || self.calls.iter().enumerate().filter(|(_, c)| c.open);
+        // Only open calls are scanned, and C14 keeps them few.
+        let open = || self.open.iter().map(|&k| (k, &self.calls[k]));
         let most_recent = |it: &mut dyn Iterator<Item = (usize, &StreamedCall)>| {
             it.max_by_key(|(_, c)| c.touched).map(|(k, _)| k)
         };
@@ -1116,7 +1177,6 @@ fn close_call(
     deltas: &mut Vec<Delta>,
     warnings: &mut Vec<String>,
 ) {
-    call.open = false;
     if call.name.is_some() {
         if want_deltas {
             deltas.push(Delta::CallEnd {
@@ -1205,7 +1265,13 @@ fn path_repr(path: Option<&Value>) -> String {
 }
 
 /// E9: citation lists concatenated without exact duplicates; other keys last non-null.
-fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) {
+/// `seen` holds the identities of the entries kept in each list, so that a
+/// duplicate is found in O(1) (E9a).
+fn merge_citations(
+    meta: &mut Map<String, Value>,
+    seen: &mut HashMap<String, HashSet<String>>,
+    incoming: Map<String, Value>,
+) {
     let slot = meta
         .entry("citationMetadata")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -1218,27 +1284,65 @@ fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) 
             continue;
         }
         let is_list_key = key == "citations" || key == "citationSources";
-        match (is_list_key, value, kept.get_mut(&key)) {
-            (true, Value::Array(new), Some(Value::Array(old))) => {
+        match (is_list_key, value) {
+            (true, Value::Array(new)) => {
+                let known = seen.entry(key.clone()).or_default();
+                let list = match kept.get_mut(&key) {
+                    Some(Value::Array(old)) => old,
+                    _ => {
+                        known.clear();
+                        kept.insert(key.clone(), Value::Array(Vec::new()));
+                        match kept.get_mut(&key) {
+                            Some(Value::Array(old)) => old,
+                            _ => continue,
+                        }
+                    }
+                };
                 for entry in new {
-                    if !old.contains(&entry) {
-                        old.push(entry);
+                    let mut id = String::new();
+                    write_identity(&entry, &mut id);
+                    if known.insert(id) {
+                        list.push(entry);
                     }
                 }
             }
-            (true, Value::Array(new), _) => {
-                let mut unique: Vec<Value> = Vec::with_capacity(new.len());
-                for entry in new {
-                    if !unique.contains(&entry) {
-                        unique.push(entry);
-                    }
-                }
-                kept.insert(key, Value::Array(unique));
-            }
-            (_, value, _) => {
+            (_, value) => {
+                seen.remove(&key);
                 kept.insert(key, value);
             }
         }
+    }
+}
+
+/// The E9a identity of a JSON value: compact JSON with object keys sorted,
+/// so that key order does not matter while `1`, `1.0` and `true` differ.
+fn write_identity(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_identity(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&q(k));
+                out.push(':');
+                write_identity(item, out);
+            }
+            out.push('}');
+        }
+        scalar => write_cj(scalar, out),
     }
 }
 
@@ -1261,6 +1365,20 @@ fn set_last(field: &mut Option<Value>, value: Option<TextOrValue<'_>>) {
 /// the last of duplicate keys) replaces the kept one unless it is null; new
 /// keys are added in order of first appearance.
 fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
+    if entries.len() > SMALL_OBJECT {
+        // Many keys: collapse duplicates through a map (first position, last
+        // value, as a JSON object reads) so the cost stays linear.
+        let mut object = Map::with_capacity(entries.len());
+        for (key, value) in entries {
+            object.insert(key.into_owned(), value);
+        }
+        for (key, value) in object {
+            if !value.is_null() {
+                kept.insert(key, value); // an existing key keeps its position
+            }
+        }
+        return;
+    }
     for i in 0..entries.len() {
         let key = &entries[i].0;
         if entries[..i].iter().any(|(k, _)| k == key) {
