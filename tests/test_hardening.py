@@ -7,6 +7,8 @@ checked by comparing sizes or counting, never by timing.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from types import ModuleType
 
 import pytest
@@ -196,3 +198,78 @@ def test_e9a_citations_deduplicated_by_identity(impl: ModuleType) -> None:
         [{"a": 1, "b": 2}, {"n": 1}, {"n": 1.0}, {"n": True}, {"n": 0.0}, {"n": -0.0}]
     )
     assert kept[6:] == [{"i": i} for i in range(300)]
+
+
+# -- deep values in threads with small stacks (F10, D6) -------------------------------
+
+_DEEP_WORKER = """
+import sys, threading
+from importlib import import_module
+impl = import_module(sys.argv[1])
+stack = int(sys.argv[2])
+depth = 1024 - 3  # the payload's object, candidates list and candidate come first
+deep = "[" * depth + "]" * depth
+payload = '{"candidates":[{"deep":' + deep + ',"finishReason":"STOP"}]}'
+out = []
+
+def work():
+    agg = impl.StreamAggregator()
+    agg.feed(b"data: " + payload.encode() + b"\\n\\n")
+    snap = agg.snapshot()
+    result = agg.close()
+    for response in (snap, result):
+        node, n = response.candidates[0].metadata["deep"], 1
+        while node:
+            node, n = node[0], n + 1
+        out.append(n)
+
+threading.stack_size(stack)
+t = threading.Thread(target=work)
+t.start()
+t.join()
+print(out)
+"""
+
+
+@pytest.mark.parametrize("stack_kib", [128, 256])
+def test_d6_deepest_value_converts_in_a_thread_with_a_small_stack(
+    impl: ModuleType, stack_kib: int
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _DEEP_WORKER, impl.__name__, str(stack_kib * 1024)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "[1021, 1021]"), done.stderr[-2000:]
+
+
+def test_d2c_very_deep_chunk_is_a_value_error(impl: ModuleType) -> None:
+    deep: list[object] = []
+    for _ in range(10**5):
+        deep = [deep]
+    agg = impl.StreamAggregator()
+    with pytest.raises(
+        ValueError, match=r"^feed_chunk\(\): the chunk is nested deeper than"
+    ) as info:
+        agg.feed_chunk({"x": deep})
+    assert type(info.value) is ValueError
+    assert agg.feed_chunk(chunk({"text": "still usable"})) == [
+        impl.TextDelta(0, 0, "still usable", False)
+    ]
+
+
+def test_d2c_chunk_deeper_than_1024_levels_is_refused_by_both(impl: ModuleType) -> None:
+    deep: dict[str, object] = {}
+    for _ in range(1023):
+        deep = {"a": deep}
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)
+    try:
+        with pytest.raises(ValueError, match=r"is nested deeper than 1024 levels$"):
+            impl.StreamAggregator().feed_chunk({"x": deep})
+        ok = impl.StreamAggregator()
+        ok.feed_chunk({"x": deep["a"]})
+        assert ok.events_seen == 1
+    finally:
+        sys.setrecursionlimit(limit)

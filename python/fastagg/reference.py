@@ -989,14 +989,33 @@ def _assign(
 
 
 def _render_json(value: Any) -> Any:
-    """A fresh copy of a JSON value; growing strings become plain strings."""
-    if isinstance(value, dict):
-        return {k: _render_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_render_json(v) for v in value]
+    """A fresh copy of a JSON value; growing strings become plain strings.
+
+    Iterative: values nest up to 1024 levels (F10), deeper than Python's
+    recursion limit allows.
+    """
     if isinstance(value, _StrBuf):
         return value.value()
-    return value
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    todo = [(value, root)]
+    while todo:
+        source, copy = todo.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, (dict, list)):
+                child: Any = {} if isinstance(item, dict) else []
+                todo.append((item, child))
+            elif isinstance(item, _StrBuf):
+                child = item.value()
+            else:
+                child = item
+            if isinstance(copy, dict):
+                copy[key] = child
+            else:
+                copy.append(child)
+    return root
 
 
 def _json_identity(value: Any) -> str:

@@ -25,20 +25,38 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 // ---------------------------------------------------------------- JSON <-> Python
 
+/// Conversions recurse once per nesting level (values nest up to 1024 levels,
+/// F10); before each container they make sure this much stack is left,
+/// growing the stack on the heap otherwise, so that a thread with a small
+/// stack (musl's 128 KiB) converts the deepest value safely.
+const STACK_RED_ZONE: usize = 32 * 1024;
+const STACK_GROWTH: usize = 1024 * 1024;
+
+/// Runs a core operation with enough stack for values nested 1024 levels
+/// deep (cloning, comparing and writing them recurse): on a thread with less
+/// than this left (a small thread stack), on a stack grown on the heap.
+fn deep_safe<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(CORE_STACK, 4 * CORE_STACK, f)
+}
+
+const CORE_STACK: usize = 1024 * 1024;
+
 fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
         Value::Number(n) => number_to_py(py, n)?,
         Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
+        Value::Array(items) => stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
             let list = PyList::empty(py);
             for item in items {
                 list.append(to_py(py, item)?)?;
             }
-            list.into_any()
+            Ok::<_, PyErr>(list.into_any())
+        })?,
+        Value::Object(map) => {
+            stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || map_to_py(py, map))?.into_any()
         }
-        Value::Object(map) => map_to_py(py, map)?.into_any(),
     })
 }
 
@@ -107,19 +125,23 @@ fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
             .map(Value::Number)
             .ok_or_else(|| PyValueError::new_err("feed_chunk(): a float is not finite"))
     } else if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (k, v) in d.iter() {
-            let key = k
-                .cast::<PyString>()
-                .map_err(|_| PyTypeError::new_err("feed_chunk(): a dict key is not a string"))?;
-            map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
-        }
-        Ok(Value::Object(map))
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            let mut map = Map::new();
+            for (k, v) in d.iter() {
+                let key = k.cast::<PyString>().map_err(|_| {
+                    PyTypeError::new_err("feed_chunk(): a dict key is not a string")
+                })?;
+                map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
+            }
+            Ok(Value::Object(map))
+        })
     } else if let Ok(l) = obj.cast::<PyList>() {
-        l.iter()
-            .map(|item| from_py(&item, depth + 1))
-            .collect::<PyResult<Vec<_>>>()
-            .map(Value::Array)
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            l.iter()
+                .map(|item| from_py(&item, depth + 1))
+                .collect::<PyResult<Vec<_>>>()
+                .map(Value::Array)
+        })
     } else {
         Err(PyTypeError::new_err(format!(
             "feed_chunk(): a {} is not a JSON type",
@@ -447,7 +469,9 @@ impl StreamAggregator {
         data: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mut deltas = Vec::new();
-        let result = with_bytes(data, |bytes| self.core.feed(bytes, &mut deltas))?;
+        let result = with_bytes(data, |bytes| {
+            deep_safe(|| self.core.feed(bytes, &mut deltas))
+        })?;
         self.finish_feed(py, deltas, result)
     }
 
@@ -460,15 +484,19 @@ impl StreamAggregator {
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
             match s.to_str() {
-                Ok(text) => self.core.feed_event(text.as_bytes(), &mut deltas),
+                Ok(text) => deep_safe(|| self.core.feed_event(text.as_bytes(), &mut deltas)),
                 // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.
                 Err(_) => {
                     let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
-                    with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
+                    with_bytes(&raw, |bytes| {
+                        deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+                    })?
                 }
             }
         } else {
-            with_bytes(payload, |bytes| self.core.feed_event(bytes, &mut deltas))?
+            with_bytes(payload, |bytes| {
+                deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+            })?
         };
         self.finish_feed(py, deltas, result)
     }
@@ -489,7 +517,7 @@ impl StreamAggregator {
             return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
         };
         let mut deltas = Vec::new();
-        let result = self.core.feed_value(map, &mut deltas).map(|()| Vec::new());
+        let result = deep_safe(|| self.core.feed_value(map, &mut deltas)).map(|()| Vec::new());
         self.finish_feed(py, deltas, result)
     }
 
@@ -498,7 +526,7 @@ impl StreamAggregator {
     fn snapshot(&self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
         match &self.closed {
             Some(done) => Ok(done.clone_ref(py)),
-            None => AggregatedResponse::create(py, Arc::new(self.core.snapshot())),
+            None => AggregatedResponse::create(py, Arc::new(deep_safe(|| self.core.snapshot()))),
         }
     }
 
@@ -508,7 +536,7 @@ impl StreamAggregator {
         if let Some(done) = &self.closed {
             return Ok(done.clone_ref(py));
         }
-        let done = AggregatedResponse::create(py, self.core.close())?;
+        let done = AggregatedResponse::create(py, deep_safe(|| self.core.close()))?;
         self.closed = Some(done.clone_ref(py));
         Ok(done)
     }
