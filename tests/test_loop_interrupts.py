@@ -1,16 +1,27 @@
-"""Turn loop: interrupts while an event handler is awaited (turn-loop.md L32, L33)."""
+"""Turn loop: interrupts while an event handler is awaited, bounded waits (turn-loop.md L32-L34)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
 
 from fastagg import events
+from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
-from fastagg.loop import WRAPUP_NOTE
-from scripted_model import ScriptedModel, answer, assert_replayable, calls, turn
+from fastagg.loop import WRAPUP_NOTE, run_turn
+from scripted_model import (
+    USER,
+    Reply,
+    ScriptedModel,
+    answer,
+    assert_replayable,
+    calls,
+    pending_tasks,
+    turn,
+)
 
 ABORTED = {"error": "aborted"}
 
@@ -126,3 +137,27 @@ async def test_l33_abort_set_by_a_sync_handler_before_the_second_step_sends_one_
         {"id": "s-0", "name": "lookup", "response": {"output": "found a"}}
     ]
     assert_replayable(result.contents)
+
+
+@pytest.mark.parametrize("delay", [301.0, 1e9, math.inf])
+async def test_l34_a_huge_retry_after_without_a_deadline_ends_the_turn_at_once(
+    delay: float,
+) -> None:
+    quota = ProviderError(429, "RESOURCE_EXHAUSTED", "quota", True, retry_after=delay)
+    model = ScriptedModel(Reply(error=quota), answer("never"))
+    # Before L34 the turn slept for `delay`: the bound makes that a failure, not a hang.
+    result = await asyncio.wait_for(
+        run_turn(model, list(USER), limits=TurnLimits(turn_timeout=math.inf)), timeout=10
+    )
+    assert pending_tasks() == []
+    assert result.stop_reason is StopReason.PROVIDER_ERROR
+    assert result.error is quota
+    assert len(model.requests) == 1
+
+
+async def test_l34_a_retry_after_within_the_bound_is_honoured() -> None:
+    quota = ProviderError(429, "RESOURCE_EXHAUSTED", "quota", True, retry_after=0.01)
+    model = ScriptedModel(Reply(error=quota), answer("Hi."))
+    result = await turn(model, limits=TurnLimits(turn_timeout=math.inf))
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.retries["provider"] == 1

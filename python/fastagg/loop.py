@@ -88,6 +88,7 @@ _RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 _PRE_SIGNATURE_MODEL = re.compile(r"^gemini-(1|2)([.-]|$)")
 _EPSILON = 0.0005  # timers may fire this much early
+_MAX_SERVER_DELAY = 300.0  # L34: a longer Retry-After / retryDelay ends the turn
 
 
 async def run_turn(
@@ -143,6 +144,10 @@ async def stream_turn(
 
     The last event is ``TurnEnd(result)``. Closing the iterator early (or
     cancelling the task that reads it) cancels the turn, with the same cleanup.
+    ``break`` alone does not close it: until the generator is garbage
+    collected the turn keeps running (L35). Use
+    ``async with contextlib.aclosing(stream_turn(...)) as events:`` or call
+    ``aclose()``.
     """
     queue: asyncio.Queue[Any] = asyncio.Queue()
     sink: Callable[[TurnEvent], Any]
@@ -508,6 +513,8 @@ class _Turn:
         limits = self.limits
         if error.retry_after is not None:
             delay = max(0.0, float(error.retry_after))
+            if delay > _MAX_SERVER_DELAY:  # L34: do not wait that long, end the turn
+                return None
         else:
             delay = min(limits.retry_backoff * 2**done, limits.max_retry_backoff)
             delay *= random.uniform(0.5, 1.0)
