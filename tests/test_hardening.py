@@ -13,6 +13,7 @@ from types import ModuleType
 
 import pytest
 
+from fastagg.errors import AggregatorClosed
 from test_aggregation_rules import chunk, fc, pa, run_chunks, sse
 
 
@@ -273,3 +274,42 @@ def test_d2c_chunk_deeper_than_1024_levels_is_refused_by_both(impl: ModuleType) 
         assert ok.events_seen == 1
     finally:
         sys.setrecursionlimit(limit)
+
+
+# -- D5 close-time deltas --------------------------------------------------------
+
+
+def test_d5_finish_returns_the_deltas_of_the_end_of_the_stream(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
+    body = sse(
+        chunk(fc(id="c", name="f", willContinue=True, partialArgs=[pa("$.a", numberValue=1)]))
+    )
+    tail = b'data: {"candidates":[{"content":{"parts":[{"text":"last words"}]},"finishReason":"STOP"}]}'
+    assert agg.feed(body + tail) == [
+        impl.CallStart(0, 0, "c", "f"),
+        impl.ArgDelta(0, 0, "$.a", 1),
+    ]
+    assert agg.finish() == [
+        impl.TextDelta(0, 1, "last words", False),
+        impl.Finish(0, "STOP"),
+        impl.CallEnd(0, 0, {"id": "c", "name": "f", "args": {"a": 1}}),
+    ]
+    assert agg.finish() == []
+    with pytest.raises(AggregatorClosed):
+        agg.feed(b"data: {}\n\n")
+    result = agg.close()
+    assert result.text == "last words"
+    assert result.warnings == [
+        f"F6: the stream ended inside an unterminated event at byte {len(body)}; it was complete JSON and was processed"
+    ]
+    assert agg.close() is result
+
+
+def test_d5_finish_without_deltas_and_close_without_finish(impl: ModuleType) -> None:
+    tail = b'data: {"candidates":[{"content":{"parts":[{"text":"x"}]}}]}'
+    quiet = impl.StreamAggregator(deltas=False)
+    quiet.feed(tail)
+    assert quiet.finish() == []
+    plain = impl.StreamAggregator()
+    plain.feed(tail)
+    assert plain.close().text == quiet.close().text == "x"

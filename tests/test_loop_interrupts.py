@@ -12,6 +12,7 @@ from fastagg import events
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import WRAPUP_NOTE, run_turn
+from fastagg.testing.chunks import chunk, text
 from scripted_model import (
     USER,
     Reply,
@@ -161,3 +162,15 @@ async def test_l34_a_retry_after_within_the_bound_is_honoured() -> None:
     result = await turn(model, limits=TurnLimits(turn_timeout=math.inf))
     assert result.stop_reason is StopReason.COMPLETED
     assert result.retries["provider"] == 1
+
+
+async def test_d5_a_last_event_without_a_blank_line_is_delivered_live() -> None:
+    last = (
+        b'data: {"candidates":[{"content":{"parts":[{"text":" world."}]},"finishReason":"STOP"}]}'
+    )
+    model = ScriptedModel(Reply([chunk(text("Hello"))], raw=last))
+    seen: list[Any] = []
+    result = await turn(model, on_event=seen.append)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [e.text for e in seen if isinstance(e, events.TextDelta)] == ["Hello", " world."]
+    assert result.text == "Hello world."

@@ -577,6 +577,11 @@ class _Turn:
                         break
                     if deltas:
                         visible = await self._deltas(step, deltas) or visible
+            if error is None:
+                # A last event without a trailing blank line is shown live too (D5).
+                deltas = agg.finish()
+                if deltas:
+                    visible = await self._deltas(step, deltas) or visible
         except ProviderError as exc:
             error = exc
         except (ConnectionError, EOFError) as exc:

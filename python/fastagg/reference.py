@@ -1446,12 +1446,12 @@ class _TurnState:
         elif deltas is not None:
             deltas.append(CallEnd(cand.index, call.slot, _streamed_call_info(call)))
 
-    def close_open_calls(self) -> None:
+    def close_open_calls(self, deltas: list[Delta] | None) -> None:
         """C12: close every open call, in slot order, candidate by candidate."""
         for index in sorted(self.candidates):
             cand = self.candidates[index]
             for call in sorted(cand.open_calls, key=lambda c: c.slot):
-                self._close_call(cand, call, None)
+                self._close_call(cand, call, deltas)
 
 
 def _complete_call_info(fc: dict[str, Any]) -> dict[str, Any]:
@@ -1846,6 +1846,7 @@ class StreamAggregator:
         self._bytes_seen = 0
         self._truncated = False
         self._result: AggregatedResponse | None = None  # set by close()
+        self._ended = False  # set by finish() (D5)
 
     @property
     def events_seen(self) -> int:
@@ -1905,27 +1906,41 @@ class StreamAggregator:
             return self._result
         return _render(self._state, truncated=self._truncated, fresh=True)
 
-    def close(self) -> AggregatedResponse:
-        """Finish the stream (F14, C12) and return the aggregate; idempotent."""
-        if self._result is not None:
-            return self._result
+    def finish(self) -> list[Delta]:
+        """End the input and return the deltas that produced (D5).
+
+        A final event without a trailing blank line is processed (F14) and the
+        open calls are closed (C12); ``close()`` then returns the result and
+        ``feed*`` raises ``AggregatorClosed``. Later calls return ``[]``.
+        """
+        if self._ended:
+            return []
+        self._ended = True
+        deltas: list[Delta] = []
         frames: list[Frame] = []
         self._framer.close(frames)
         for frame in frames:
-            self._frame(frame, None, None)
+            self._frame(frame, deltas if self._deltas else None, None)
         if self._bytes_seen > 0 and self._events_seen == 0:
             self._warnings.append(
                 f"F2: no event was found in {self._bytes_seen} bytes of body "
                 "(expected a streamGenerateContent?alt=sse response)"
             )
-        self._state.close_open_calls()
+        self._state.close_open_calls(deltas if self._deltas else None)
+        return deltas
+
+    def close(self) -> AggregatedResponse:
+        """Finish the stream (F14, C12) and return the aggregate; idempotent."""
+        if self._result is not None:
+            return self._result
+        self.finish()
         self._result = _render(self._state, truncated=self._truncated, fresh=False)
         return self._result
 
     # --- internals ---
 
     def _check_open(self) -> None:
-        if self._result is not None:
+        if self._ended:
             raise AggregatorClosed("the aggregator was closed; create a new one for another stream")
 
     def _frame(

@@ -410,6 +410,8 @@ struct State {
 pub struct Aggregator {
     framer: BodyFramer,
     state: State,
+    /// `finish()` ran: the input is over (D5).
+    ended: bool,
     closed: Option<Arc<Response>>,
 }
 
@@ -434,6 +436,7 @@ impl Aggregator {
                 bytes_seen: 0,
                 clock: 0,
             },
+            ended: false,
             closed: None,
         }
     }
@@ -450,7 +453,7 @@ impl Aggregator {
 
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.closed.is_some()
+        self.ended
     }
 
     /// Feeds raw body bytes (any split). Deltas go to `deltas`; the returned
@@ -461,7 +464,7 @@ impl Aggregator {
         data: &[u8],
         deltas: &mut Vec<Delta>,
     ) -> Result<Vec<MalformedStream>, Closed> {
-        if self.closed.is_some() {
+        if self.ended {
             return Err(Closed);
         }
         let mut errors = Vec::new();
@@ -479,7 +482,7 @@ impl Aggregator {
         payload: &[u8],
         deltas: &mut Vec<Delta>,
     ) -> Result<Vec<MalformedStream>, Closed> {
-        if self.closed.is_some() {
+        if self.ended {
             return Err(Closed);
         }
         let mut errors = Vec::new();
@@ -501,7 +504,7 @@ impl Aggregator {
         payload: Map<String, Value>,
         deltas: &mut Vec<Delta>,
     ) -> Result<(), Closed> {
-        if self.closed.is_some() {
+        if self.ended {
             return Err(Closed);
         }
         let index = self.state.next_event_index();
@@ -519,16 +522,18 @@ impl Aggregator {
         }
     }
 
-    /// Ends the stream (F6, F14, C12) and returns the result; idempotent (D3).
-    pub fn close(&mut self) -> Arc<Response> {
-        if let Some(done) = &self.closed {
-            return Arc::clone(done);
+    /// Ends the input (F6, F14, C12): the final line, a pending event and the
+    /// open calls are processed, their deltas go to `deltas` (D5). Later
+    /// calls do nothing; `feed*` is refused afterwards.
+    pub fn finish(&mut self, deltas: &mut Vec<Delta>) {
+        if self.ended {
+            return;
         }
-        let mut deltas = Vec::new();
+        self.ended = true;
         let mut errors = Vec::new();
         let state = &mut self.state;
         self.framer
-            .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
+            .close(&mut |frame| state.on_frame(frame, deltas, &mut errors));
         // close() never raises: a bad payload completed by the final line is a warning.
         for err in errors {
             state.warn(format!("F8: {}", err.message));
@@ -540,8 +545,17 @@ impl Aggregator {
                 state.bytes_seen
             ));
         }
-        state.close_open_calls(&mut deltas);
-        let done = Arc::new(state.finish());
+        state.close_open_calls(deltas);
+    }
+
+    /// Ends the stream (`finish()` unless done) and returns the result;
+    /// idempotent (D3).
+    pub fn close(&mut self) -> Arc<Response> {
+        if let Some(done) = &self.closed {
+            return Arc::clone(done);
+        }
+        self.finish(&mut Vec::new());
+        let done = Arc::new(self.state.finish());
         self.closed = Some(Arc::clone(&done));
         done
     }

@@ -530,6 +530,15 @@ impl StreamAggregator {
         }
     }
 
+    /// End the input and return the deltas that produced: a final event
+    /// without a trailing blank line, the calls closed at the end (D5).
+    /// `close()` then returns the result; `feed*` raises `AggregatorClosed`.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut deltas = Vec::new();
+        deep_safe(|| self.core.finish(&mut deltas));
+        self.finish_feed(py, deltas, Ok(Vec::new()))
+    }
+
     /// End the stream and return the `AggregatedResponse`; later calls return
     /// the same object.
     fn close(&mut self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
