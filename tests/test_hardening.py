@@ -313,3 +313,21 @@ def test_d5_finish_without_deltas_and_close_without_finish(impl: ModuleType) -> 
     plain = impl.StreamAggregator()
     plain.feed(tail)
     assert plain.close().text == quiet.close().text == "x"
+
+
+# -- D7 warning cap ----------------------------------------------------------------
+
+
+def test_d7_at_most_1000_warnings_are_kept_and_the_others_counted(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator(strict=False)
+    first = sse(chunk({"text": "a"}))
+    agg.feed(first + b"data: x\n\n" * 1500 + sse(chunk({"text": "b"})))
+    result = agg.close()
+    assert len(result.warnings) == 1001
+    assert result.warnings[999] == (
+        f"F8: event 1000 at byte {len(first) + 9 * 999} is not valid JSON; it was skipped "
+        "(is this the body of a streamGenerateContent response?)"
+    )
+    assert result.warnings[1000] == "D7: 500 more warnings were not kept (at most 1000 are)"
+    assert result.text == "ab"
+    assert agg.events_seen == 1502

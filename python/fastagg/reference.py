@@ -1117,7 +1117,7 @@ _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
 class _TurnState:
     """Everything aggregated so far from the event payloads."""
 
-    def __init__(self, max_array_index: int, warnings: list[str]) -> None:
+    def __init__(self, max_array_index: int, warnings: _Warnings) -> None:
         self.max_array_index = max_array_index
         self.warnings = warnings
         self.candidates: dict[int, _CandidateState] = {}
@@ -1792,7 +1792,7 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
         keep(state.prompt_feedback),
         keep(state.error),
         truncated,
-        list(state.warnings),
+        state.warnings.render(),
     )
 
 
@@ -1813,6 +1813,32 @@ def _check_limit(name: str, value: Any, cap: int) -> int:
     if value > cap:
         raise ValueError(f"{name} must be at most {cap}, got {value}")
     return value
+
+
+_MAX_WARNINGS = 1000  # D7
+
+
+class _Warnings:
+    """The warnings of a stream, bounded (D7); the ones beyond the cap are counted."""
+
+    __slots__ = ("dropped", "kept")
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.dropped = 0
+
+    def append(self, text: str) -> None:
+        if len(self.kept) < _MAX_WARNINGS:
+            self.kept.append(text)
+        else:
+            self.dropped += 1
+
+    def render(self) -> list[str]:
+        """The kept warnings, then one that counts the others."""
+        if not self.dropped:
+            return list(self.kept)
+        summary = f"D7: {self.dropped} more warnings were not kept (at most {_MAX_WARNINGS} are)"
+        return [*self.kept, summary]
 
 
 class StreamAggregator:
@@ -1837,7 +1863,7 @@ class StreamAggregator:
         self._max_event_bytes = _check_limit(
             "max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP
         )
-        self._warnings: list[str] = []
+        self._warnings = _Warnings()
         self._framer = _BodyFramer(self._max_event_bytes)
         self._state = _TurnState(
             _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP), self._warnings

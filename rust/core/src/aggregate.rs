@@ -385,6 +385,45 @@ fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
     }
 }
 
+/// At most this many warnings are kept (D7); the others are counted.
+const MAX_WARNINGS: usize = 1000;
+
+/// The warnings of a stream, bounded (D7): bad input cannot make them grow
+/// without limit (`strict=False` turns every bad event into one).
+#[derive(Debug, Default)]
+struct Warnings {
+    kept: Vec<String>,
+    dropped: u64,
+}
+
+impl Warnings {
+    fn push(&mut self, text: String) {
+        if self.kept.len() < MAX_WARNINGS {
+            self.kept.push(text);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn append(&mut self, texts: &mut Vec<String>) {
+        for text in texts.drain(..) {
+            self.push(text);
+        }
+    }
+
+    /// The kept warnings, then one that counts the others.
+    fn render(&self) -> Vec<String> {
+        let mut out = self.kept.clone();
+        if self.dropped > 0 {
+            out.push(format!(
+                "D7: {} more warnings were not kept (at most {MAX_WARNINGS} are)",
+                self.dropped
+            ));
+        }
+        out
+    }
+}
+
 /// Everything but the framer, so a frame callback can borrow it mutably.
 #[derive(Debug)]
 struct State {
@@ -399,7 +438,7 @@ struct State {
     create_time: Option<Value>,
     prompt_feedback: Option<Value>,
     error: Option<Value>,
-    warnings: Vec<String>,
+    warnings: Warnings,
     truncated: bool,
     events_seen: u64,
     bytes_seen: u64,
@@ -430,7 +469,7 @@ impl Aggregator {
                 create_time: None,
                 prompt_feedback: None,
                 error: None,
-                warnings: Vec::new(),
+                warnings: Warnings::default(),
                 truncated: false,
                 events_seen: 0,
                 bytes_seen: 0,
@@ -1086,7 +1125,7 @@ impl State {
             error: self.error.clone(),
             complete,
             truncated: self.truncated,
-            warnings: self.warnings.clone(),
+            warnings: self.warnings.render(),
         }
     }
 }
