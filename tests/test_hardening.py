@@ -331,3 +331,21 @@ def test_d7_at_most_1000_warnings_are_kept_and_the_others_counted(impl: ModuleTy
     assert result.warnings[1000] == "D7: 500 more warnings were not kept (at most 1000 are)"
     assert result.text == "ab"
     assert agg.events_seen == 1502
+
+
+# -- C15 complete calls without a name ----------------------------------------------
+
+
+def test_c15_complete_call_without_a_name_is_left_out_with_a_warning(impl: ModuleType) -> None:
+    result, deltas = run_chunks(
+        impl,
+        chunk({"text": "a"}, fc(args={"q": 1}), fc(id="x", name=7, args={"k": [1.5]})),
+        chunk(fc(name="ok", args={})),
+    )
+    assert result.warnings == [
+        'C15: event 0: candidates[0].content.parts[1] is a function call without a name; it was left out (its args: {"q":1})',
+        'C15: event 0: candidates[0].content.parts[2] is a function call with id "x" without a name; it was left out (its args: {"k":[1.5]})',
+    ]
+    assert result.function_calls == [{"id": None, "name": "ok", "args": {}}]
+    assert result.parts == [{"text": "a"}, {"functionCall": {"name": "ok", "args": {}}}]
+    assert [type(d).__name__ for d in deltas] == ["TextDelta", "CallStart", "CallEnd"]

@@ -1295,6 +1295,14 @@ class _TurnState:
             or ("name" not in fc and "args" not in fc)
         )
         if not streamed:  # C1: a complete call, kept as received
+            if not isinstance(fc.get("name"), str):  # C15: a call nobody can answer
+                info = _complete_call_info(fc)
+                with_id = f" with id {_q(info['id'])}" if info["id"] is not None else ""
+                self.warnings.append(
+                    f"C15: event {i}: candidates[{j}].content.parts[{p}] is a function "
+                    f"call{with_id} without a name; it was left out (its args: {_cj(info['args'])})"
+                )
+                return
             cand.slots.append(_KeptPart(part, is_call=True))
             if deltas is not None:
                 k = len(cand.slots) - 1

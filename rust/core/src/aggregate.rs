@@ -901,7 +901,21 @@ impl State {
             || (!fc.contains_key("name") && !fc.contains_key("args"));
         let want_deltas = self.opts.deltas;
         if !streamed {
-            let call = want_deltas.then(|| call_ref(part.get("functionCall")).to_value());
+            let info = call_ref(part.get("functionCall"));
+            if info.name.is_none() {
+                // C15: a call nobody can answer is not replayed.
+                let id_clause = info
+                    .id
+                    .map(|id| format!(" with id {}", q(id)))
+                    .unwrap_or_default();
+                let args = info.args.map_or_else(|| "{}".to_owned(), cj);
+                self.warn(format!(
+                    "C15: event {event}: candidates[{j}].content.parts[{p}] is a function \
+                     call{id_clause} without a name; it was left out (its args: {args})"
+                ));
+                return;
+            }
+            let call = want_deltas.then(|| info.to_value());
             let cand = &mut self.candidates[pos];
             cand.run = None;
             let slot = cand.slots.len();
