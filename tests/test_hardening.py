@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from types import ModuleType
 
 import pytest
@@ -349,3 +350,35 @@ def test_c15_complete_call_without_a_name_is_left_out_with_a_warning(impl: Modul
     assert result.function_calls == [{"id": None, "name": "ok", "args": {}}]
     assert result.parts == [{"text": "a"}, {"functionCall": {"name": "ok", "args": {}}}]
     assert [type(d).__name__ for d in deltas] == ["TextDelta", "CallStart", "CallEnd"]
+
+
+# -- D8 one feeding thread ---------------------------------------------------------
+
+
+def test_d8_feeding_from_a_second_thread_is_a_clear_error(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
+    agg.feed(sse(chunk({"text": "a"})))
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        for call in (
+            lambda: agg.feed(sse(chunk({"text": "b"}))),
+            lambda: agg.feed_event(b'{"candidates":[]}'),
+            lambda: agg.feed_chunk({"candidates": []}),
+        ):
+            try:
+                call()
+            except RuntimeError as exc:
+                errors.append(exc)
+        errors.append(AssertionError(agg.snapshot().text))  # reading is fine
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    worker.join()
+    assert [str(e) for e in errors[:3]] == [
+        "this StreamAggregator was fed from another thread first; an aggregator is fed from "
+        "one thread (chunks from two threads would interleave): use one aggregator per stream"
+    ] * 3
+    assert str(errors[3]) == "a"
+    agg.feed(sse(chunk({"text": "c"})))
+    assert agg.close().text == "ac"

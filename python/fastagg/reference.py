@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -1824,6 +1825,10 @@ def _check_limit(name: str, value: Any, cap: int) -> int:
 
 
 _MAX_WARNINGS = 1000  # D7
+_SECOND_FEEDER = (
+    "this StreamAggregator was fed from another thread first; an aggregator is fed from one "
+    "thread (chunks from two threads would interleave): use one aggregator per stream"
+)
 
 
 class _Warnings:
@@ -1881,6 +1886,7 @@ class StreamAggregator:
         self._truncated = False
         self._result: AggregatedResponse | None = None  # set by close()
         self._ended = False  # set by finish() (D5)
+        self._feeder: int | None = None  # the thread that fed it first (D8)
 
     @property
     def events_seen(self) -> int:
@@ -1976,6 +1982,11 @@ class StreamAggregator:
     def _check_open(self) -> None:
         if self._ended:
             raise AggregatorClosed("the aggregator was closed; create a new one for another stream")
+        me = threading.get_ident()
+        if self._feeder is None:
+            self._feeder = me
+        elif self._feeder != me:  # D8: chunks from two threads would interleave
+            raise RuntimeError(_SECOND_FEEDER)
 
     def _frame(
         self,

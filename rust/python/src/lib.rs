@@ -41,6 +41,10 @@ fn deep_safe<R>(f: impl FnOnce() -> R) -> R {
 
 const CORE_STACK: usize = 1024 * 1024;
 
+const SECOND_FEEDER: &str = "this StreamAggregator was fed from another thread first; an \
+     aggregator is fed from one thread (chunks from two threads would interleave): use one \
+     aggregator per stream";
+
 fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
@@ -402,9 +406,24 @@ pub struct StreamAggregator {
     deltas: bool,
     /// The result of `close()`, returned again by later calls (D3).
     closed: Option<Py<AggregatedResponse>>,
+    /// The thread that fed it first; only it may feed (D8).
+    feeder: Option<std::thread::ThreadId>,
 }
 
 impl StreamAggregator {
+    /// D8: chunks fed from two threads would interleave in an arbitrary order.
+    fn check_feeder(&mut self) -> PyResult<()> {
+        let me = std::thread::current().id();
+        match self.feeder {
+            None => self.feeder = Some(me),
+            Some(owner) if owner != me => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(SECOND_FEEDER));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
     fn finish_feed<'py>(
         &self,
         py: Python<'py>,
@@ -459,6 +478,7 @@ impl StreamAggregator {
             core: Aggregator::new(opts),
             deltas,
             closed: None,
+            feeder: None,
         })
     }
 
@@ -468,6 +488,7 @@ impl StreamAggregator {
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.check_feeder()?;
         let mut deltas = Vec::new();
         let result = with_bytes(data, |bytes| {
             deep_safe(|| self.core.feed(bytes, &mut deltas))
@@ -481,6 +502,7 @@ impl StreamAggregator {
         py: Python<'py>,
         payload: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.check_feeder()?;
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
             match s.to_str() {
@@ -510,6 +532,7 @@ impl StreamAggregator {
         if self.core.is_closed() {
             return Err(closed_error(py));
         }
+        self.check_feeder()?;
         let mapping = py
             .import("fastagg._chunks")?
             .call_method1("chunk_to_mapping", (chunk,))?;
