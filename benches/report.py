@@ -26,6 +26,7 @@ import asyncio
 import gc
 import hashlib
 import json
+import math
 import os
 import platform
 import resource
@@ -395,8 +396,20 @@ SCALING_SHAPES = {
     "usage keys": 2000,
     "citations": 4000,
     "descending candidates": 4000,
-    "sequential streamed calls": 2000,
+    "sequential streamed calls": 8000,
 }
+
+
+def _fastest(fn: Callable[[], Any], reps: int) -> float:
+    """The fastest of ``reps`` runs: on a shared machine the least disturbed one
+    is the best estimate of the cost itself, which is what a ratio compares."""
+    best = math.inf
+    for _ in range(reps):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def scaling_markdown(settings: Settings) -> str:
@@ -421,7 +434,7 @@ def scaling_markdown(settings: Settings) -> str:
                         agg.feed(c)
                     return agg.close().candidates
 
-                times.append(_time(run, settings)[0])
+                times.append(_fastest(run, 1 if settings.quick else 7))
             worst = max(worst, times[2] / times[0])
             lines.append(
                 f"| {shape} | {label} | {n:,} | {times[0] * 1e3:.2f} ms | {times[1] * 1e3:.2f} ms "
@@ -431,7 +444,8 @@ def scaling_markdown(settings: Settings) -> str:
     lines.append(
         f"4x the input costs at most {worst:.2f}x the time over every shape and implementation "
         f"(linear: 4x; target ≤ 4.4x: {'met' if worst <= 4.4 else 'not met'}; a quadratic path "
-        "would show ≈ 16x). Timed: `feed()` of 4 KiB chunks, `close()`, `.candidates`."
+        "would show ≈ 16x). Timed: `feed()` of 4 KiB chunks, `close()`, `.candidates`; the fastest "
+        "of 7 runs."
     )
     return "\n".join(lines)
 
