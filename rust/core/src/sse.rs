@@ -253,9 +253,16 @@ impl Acc {
     fn extend(&mut self, bytes: &[u8], max: usize) {
         let need = self.buf.len() + bytes.len();
         if need > self.buf.capacity() {
-            let want = need.max(self.buf.capacity().saturating_mul(2)).max(64);
-            let want = want.min(max).max(need);
-            self.buf.reserve_exact(want - self.buf.len());
+            // F17: past RETAIN, reserve the whole limit once. Untouched pages
+            // cost no memory, and the doubling copies (whose freed blocks the
+            // allocator keeps) stop, so the memory of one event stays within
+            // the limit. A limit too large to reserve falls back to doubling.
+            let eager = need > RETAIN && self.buf.try_reserve_exact(max - self.buf.len()).is_ok();
+            if !eager {
+                let want = need.max(self.buf.capacity().saturating_mul(2)).max(64);
+                let want = want.min(max).max(need);
+                self.buf.reserve_exact(want - self.buf.len());
+            }
         }
         self.buf.extend_from_slice(bytes);
     }
