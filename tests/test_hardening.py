@@ -382,3 +382,43 @@ def test_d8_feeding_from_a_second_thread_is_a_clear_error(impl: ModuleType) -> N
     assert str(errors[3]) == "a"
     agg.feed(sse(chunk({"text": "c"})))
     assert agg.close().text == "ac"
+
+
+# -- F17 memory of an oversized event ------------------------------------------------
+
+_OVERSIZED_WORKER = """
+import sys
+from importlib import import_module
+impl = import_module(sys.argv[1])
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+
+limit = 32 * 1024 * 1024
+agg = impl.StreamAggregator(max_event_bytes=limit, strict=False)
+piece = b"x" * 65536
+base = status("VmRSS")
+agg.feed(b'data: {"a":"')
+for _ in range(2 * limit // len(piece)):
+    agg.feed(piece)
+agg.feed(b'"}\\n\\ndata: {"candidates":[{"content":{"parts":[{"text":"after"}]}}]}\\n\\n')
+result = agg.close()
+print((status("VmHWM") - base) / limit, result.text, len(result.warnings))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_f17_an_oversized_event_costs_about_the_limit_not_twice_it(impl: ModuleType) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _OVERSIZED_WORKER, impl.__name__],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    growth, text, warnings = done.stdout.split()
+    assert (text, warnings) == ("after", "1")
+    assert float(growth) < 1.5  # F8: the limit plus one chunk (and the first MiB of growth)
