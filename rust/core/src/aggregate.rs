@@ -1601,6 +1601,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn e10_routing_sees_only_open_calls_and_at_most_64() {
+        let mut agg = Aggregator::new(Options::default());
+        let mut deltas = Vec::new();
+        let call = |name: bool, more: bool| {
+            let mut fc = json!({"willContinue": more, "partialArgs": [{"jsonPath": "$.a", "numberValue": 1}]});
+            if name {
+                fc["name"] = json!("f");
+            }
+            parts_event(json!([{ "functionCall": fc }]))
+        };
+        // Sequential streamed calls: one open at a time, however many were closed.
+        for _ in 0..500 {
+            let body = sse(&[
+                call(true, true),
+                call(false, true),
+                json!({"candidates": [{"content": {"parts": [{"functionCall": {}}]}}]}),
+            ]);
+            assert_eq!(agg.feed(&body, &mut deltas), Ok(vec![]));
+            assert!(agg.state.candidates[0].open.is_empty());
+        }
+        // Calls left open: never more than 64 (C14).
+        for _ in 0..200 {
+            assert_eq!(agg.feed(&sse(&[call(true, true)]), &mut deltas), Ok(vec![]));
+        }
+        assert_eq!(agg.state.candidates[0].open.len(), MAX_OPEN_CALLS);
+        assert_eq!(agg.state.candidates[0].calls.len(), 700);
+        let result = agg.close();
+        assert_eq!(result.candidates[0].call_parts.len(), 700);
+        assert_eq!(result.warnings.len(), 136);
+    }
+
     fn parts_event(parts: Value) -> Value {
         json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
     }
