@@ -14,7 +14,7 @@ Sections of the report:
    ``ru_maxrss`` it is not inherited from the parent across fork and exec).
 4. Chunk-size sweep from 1 byte to 1 MiB (no quadratic buffer handling).
 5. Accumulated structures (usage keys, citations, candidates in descending
-   order, sequential streamed calls) at 1x, 2x and 4x: linear cost (E10).
+   order, sequential streamed calls) at 1x, 2x and 4x: linear cost (E11).
 6. Agent-loop cost: µs per step of ``fastagg.run_turn`` with an in-process
    model client that yields canned bytes and a trivial tool.
 """
@@ -354,7 +354,7 @@ def sweep_markdown(settings: Settings) -> str:
 
 
 # --------------------------------------------------------------------------
-# 5. accumulated structures: 1x / 2x / 4x (aggregation.md E10)
+# 5. accumulated structures: 1x / 2x / 4x (aggregation.md E11)
 # --------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Untrusted bytes cannot exhaust memory or CPU (aggregation.md C13, C14, D2b, F16-F18, ...).
+"""Untrusted bytes cannot exhaust memory or CPU (aggregation.md C16, C14, D2b, F16-F18, ...).
 
 Every test runs against both implementations (the ``impl`` fixture). Costs are
 checked by comparing sizes or counting, never by timing.
@@ -18,14 +18,14 @@ from fastagg.errors import AggregatorClosed
 from test_aggregation_rules import chunk, fc, pa, run_chunks, sse
 
 
-def c13(index: int, length: int) -> str:
-    return f"array index {index} is more than 8 past the end of an array of {length} (C13)"
+def c16(index: int, length: int) -> str:
+    return f"array index {index} is more than 8 past the end of an array of {length} (C16)"
 
 
-# -- C13 array padding -----------------------------------------------------------
+# -- C16 array padding -----------------------------------------------------------
 
 
-def test_c13_abusive_padding_path_is_skipped_and_nothing_else_is_lost(impl: ModuleType) -> None:
+def test_c16_abusive_padding_path_is_skipped_and_nothing_else_is_lost(impl: ModuleType) -> None:
     abusive = "$.k" + "[10000]" * 3
     result, deltas = run_chunks(
         impl,
@@ -48,8 +48,8 @@ def test_c13_abusive_padding_path_is_skipped_and_nothing_else_is_lost(impl: Modu
         ),
     )
     assert result.warnings == [
-        f"C5: candidate 0, part 0: partial arg at {json.dumps(abusive)} skipped: {c13(10000, 0)}",
-        f'C5: candidate 0, part 0: partial arg at "$.list[27]" skipped: {c13(27, 18)}',
+        f"C5: candidate 0, part 0: partial arg at {json.dumps(abusive)} skipped: {c16(10000, 0)}",
+        f'C5: candidate 0, part 0: partial arg at "$.list[27]" skipped: {c16(27, 18)}',
     ]
     args = result.function_calls[0]["args"]
     assert args == {"ok": "vw", "list": [None] * 8 + [1] + [None] * 8 + [2]}
@@ -61,9 +61,9 @@ def test_c13_abusive_padding_path_is_skipped_and_nothing_else_is_lost(impl: Modu
     ]
 
 
-def test_c13_memory_of_padding_is_linear_in_the_input(impl: ModuleType) -> None:
+def test_c16_memory_of_padding_is_linear_in_the_input(impl: ModuleType) -> None:
     # Partial args naming fresh deep array paths at the largest index allowed
-    # (before C13, at index 10 000: 1 250 times more nulls).
+    # (before C16, at index 10 000: 1 250 times more nulls).
     def args_size(n: int) -> tuple[int, int]:
         paths = [f"$.k{i}" + "[8]" * 20 for i in range(n)]
         body = sse(chunk(fc(name="f", partialArgs=[pa(p, numberValue=1) for p in paths])))
@@ -121,8 +121,8 @@ def test_d2b_largest_max_array_index_keeps_existing_values_on_a_refused_write(
     )
     assert result.function_calls[0]["args"] == {"a": [None, 7]}
     assert result.warnings == [
-        f'C5: candidate 0, part 0: partial arg at "$.a[{cap}]" skipped: {c13(cap, 2)}',
-        f'C5: candidate 0, part 0: partial arg at "$.b[{cap}]" skipped: {c13(cap, 0)}',
+        f'C5: candidate 0, part 0: partial arg at "$.a[{cap}]" skipped: {c16(cap, 2)}',
+        f'C5: candidate 0, part 0: partial arg at "$.b[{cap}]" skipped: {c16(cap, 0)}',
     ]
 
 

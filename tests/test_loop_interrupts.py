@@ -1,4 +1,4 @@
-"""Turn loop: interrupts while an event handler is awaited, bounded waits (turn-loop.md L32-L34)."""
+"""Turn loop: interrupts while an event handler is awaited, bounded waits (turn-loop.md L42-L44)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def last_responses(contents: list[dict[str, Any]]) -> list[Any]:
 
 
 @pytest.mark.parametrize("cause", ["aborted", "stalled", "time-limit"])
-async def test_l32_interrupt_while_tool_call_start_is_awaited_answers_every_call(
+async def test_l42_interrupt_while_tool_call_start_is_awaited_answers_every_call(
     cause: str,
 ) -> None:
     abort = asyncio.Event()
@@ -64,7 +64,7 @@ async def test_l32_interrupt_while_tool_call_start_is_awaited_answers_every_call
     assert_replayable(result.contents)
 
 
-async def test_l32_abort_while_wrapup_lifecycle_is_awaited_keeps_the_tool_results() -> None:
+async def test_l42_abort_while_wrapup_lifecycle_is_awaited_keeps_the_tool_results() -> None:
     abort = asyncio.Event()
     model = ScriptedModel(calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"}), seed="w"))
 
@@ -91,7 +91,7 @@ async def test_l32_abort_while_wrapup_lifecycle_is_awaited_keeps_the_tool_result
     assert_replayable(result.contents)
 
 
-async def test_l32_abort_while_an_aborted_tool_call_end_is_awaited_keeps_the_transcript() -> None:
+async def test_l42_abort_while_an_aborted_tool_call_end_is_awaited_keeps_the_transcript() -> None:
     abort = asyncio.Event()
     model = ScriptedModel(calls(("lookup", {"q": "a"}), ("lookup", {"q": "b"}), seed="e"))
     ends: list[events.ToolCallEnd] = []
@@ -109,7 +109,7 @@ async def test_l32_abort_while_an_aborted_tool_call_end_is_awaited_keeps_the_tra
     assert [r["response"] for r in last_responses(result.contents)] == [ABORTED, ABORTED]
 
 
-async def test_l33_abort_set_by_a_sync_step_start_handler_sends_no_request() -> None:
+async def test_l43_abort_set_by_a_sync_step_start_handler_sends_no_request() -> None:
     abort = asyncio.Event()
     model = ScriptedModel(answer("Hi."))
 
@@ -123,7 +123,7 @@ async def test_l33_abort_set_by_a_sync_step_start_handler_sends_no_request() -> 
     assert result.usage_by_step == []
 
 
-async def test_l33_abort_set_by_a_sync_handler_before_the_second_step_sends_one_request() -> None:
+async def test_l43_abort_set_by_a_sync_handler_before_the_second_step_sends_one_request() -> None:
     abort = asyncio.Event()
     model = ScriptedModel(calls(("lookup", {"q": "a"}), seed="s"), answer("Done."))
 
@@ -141,12 +141,12 @@ async def test_l33_abort_set_by_a_sync_handler_before_the_second_step_sends_one_
 
 
 @pytest.mark.parametrize("delay", [301.0, 1e9, math.inf])
-async def test_l34_a_huge_retry_after_without_a_deadline_ends_the_turn_at_once(
+async def test_l44_a_huge_retry_after_without_a_deadline_ends_the_turn_at_once(
     delay: float,
 ) -> None:
     quota = ProviderError(429, "RESOURCE_EXHAUSTED", "quota", True, retry_after=delay)
     model = ScriptedModel(Reply(error=quota), answer("never"))
-    # Before L34 the turn slept for `delay`: the bound makes that a failure, not a hang.
+    # Before L44 the turn slept for `delay`: the bound makes that a failure, not a hang.
     result = await asyncio.wait_for(
         run_turn(model, list(USER), limits=TurnLimits(turn_timeout=math.inf)), timeout=10
     )
@@ -156,7 +156,7 @@ async def test_l34_a_huge_retry_after_without_a_deadline_ends_the_turn_at_once(
     assert len(model.requests) == 1
 
 
-async def test_l34_a_retry_after_within_the_bound_is_honoured() -> None:
+async def test_l44_a_retry_after_within_the_bound_is_honoured() -> None:
     quota = ProviderError(429, "RESOURCE_EXHAUSTED", "quota", True, retry_after=0.01)
     model = ScriptedModel(Reply(error=quota), answer("Hi."))
     result = await turn(model, limits=TurnLimits(turn_timeout=math.inf))

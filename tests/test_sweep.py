@@ -1,4 +1,4 @@
-"""The fault x abort-timing sweep over loopback HTTP (turn-loop.md L6, L14, L21, L32, L33).
+"""The fault x abort-timing sweep over loopback HTTP (turn-loop.md L6, L14, L21, L42, L43).
 
 Every FakeGemini fault is combined with an abort at every moment of a turn:
 before it starts, at the first byte, mid-stream, mid-tool, in a retry wait,
@@ -157,6 +157,6 @@ async def test_l6_sweep_every_fault_and_abort_moment_leaves_a_replayable_transcr
     for request in server.requests:
         assert request["contents"][-1]["role"] == "user"
     assert [r.status for r in server.records if r.rejection] == []
-    # L32: every call answered, the transcript replayable with a new user message
+    # L42: every call answered, the transcript replayable with a new user message
     check_request({"contents": [*result.contents, {"role": "user", "parts": [{"text": "go on"}]}]})
     assert result.contents[-1]["role"] in ("user", "model")

@@ -88,7 +88,7 @@ _RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 _PRE_SIGNATURE_MODEL = re.compile(r"^gemini-(1|2)([.-]|$)")
 _EPSILON = 0.0005  # timers may fire this much early
-_MAX_SERVER_DELAY = 300.0  # L34: a longer Retry-After / retryDelay ends the turn
+_MAX_SERVER_DELAY = 300.0  # L44: a longer Retry-After / retryDelay ends the turn
 
 
 async def run_turn(
@@ -145,7 +145,7 @@ async def stream_turn(
     The last event is ``TurnEnd(result)``. Closing the iterator early (or
     cancelling the task that reads it) cancels the turn, with the same cleanup.
     ``break`` alone does not close it: until the generator is garbage
-    collected the turn keeps running (L35). Use
+    collected the turn keeps running (L45). Use
     ``async with contextlib.aclosing(stream_turn(...)) as events:`` or call
     ``aclose()``.
     """
@@ -337,7 +337,7 @@ class _Turn:
         return min(found, key=_PRECEDENCE.__getitem__) if found else None
 
     async def _take_pending_interrupt(self) -> None:
-        """Raise the turn's cancellation now when a cause already holds (L33).
+        """Raise the turn's cancellation now when a cause already holds (L43).
 
         A synchronous handler that sets the abort event returns before the
         watcher task has run, and a deadline may pass without its timer having
@@ -513,7 +513,7 @@ class _Turn:
         limits = self.limits
         if error.retry_after is not None:
             delay = max(0.0, float(error.retry_after))
-            if delay > _MAX_SERVER_DELAY:  # L34: do not wait that long, end the turn
+            if delay > _MAX_SERVER_DELAY:  # L44: do not wait that long, end the turn
                 return None
         else:
             delay = min(limits.retry_backoff * 2**done, limits.max_retry_backoff)
@@ -656,7 +656,7 @@ class _Turn:
         responses: list[dict[str, Any] | None] = [None] * len(calls)
         started = self.loop.time()
         tasks: list[asyncio.Task[None]] = []
-        # L32: from here on every exit answers every call, the awaited events included.
+        # L42: from here on every exit answers every call, the awaited events included.
         try:
             for i, call in enumerate(calls):
                 if self.sink is not None:
@@ -694,7 +694,7 @@ class _Turn:
         """Append the user content with one function response per call, in call order.
 
         The content is appended before any event is emitted, so that an interrupt
-        while a handler is awaited cannot leave a call unanswered (L32).
+        while a handler is awaited cannot leave a call unanswered (L42).
         """
         parts: list[dict[str, Any]] = []
         cut_off: list[int] = []

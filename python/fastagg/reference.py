@@ -922,11 +922,11 @@ def _holds_value(args: dict[str, Any], path: tuple[Segment, ...]) -> bool:
     return True
 
 
-_PAD_SLACK = 8  # C13: how far past the end of an array an index may point
+_PAD_SLACK = 8  # C16: how far past the end of an array an index may point
 
 
 def _write_problem(args: dict[str, Any], path: tuple[Segment, ...]) -> str | None:
-    """The first problem of writing at ``path``, left to right (C9, C13), or None.
+    """The first problem of writing at ``path``, left to right (C9, C16), or None.
 
     Along the existing values: an object is needed before a key, an array
     before an index; every index may be at most ``_PAD_SLACK`` past the end of
@@ -953,7 +953,7 @@ def _write_problem(args: dict[str, Any], path: tuple[Segment, ...]) -> str | Non
 
 def _too_far(index: int, length: int) -> str:
     return (
-        f"array index {index} is more than {_PAD_SLACK} past the end of an array of {length} (C13)"
+        f"array index {index} is more than {_PAD_SLACK} past the end of an array of {length} (C16)"
     )
 
 

@@ -1314,9 +1314,9 @@ fn apply_partial_arg(
     };
     json_path::write(args, &segments, write).map_err(|e| match e {
         WriteError::TypeConflict => "type conflict with the existing value".to_owned(),
-        // C13: the reason names its rule, the warning keeps the C5 form.
+        // C16: the reason names its rule, the warning keeps the C5 form.
         WriteError::TooFar { index, len } => format!(
-            "array index {index} is more than {} past the end of an array of {len} (C13)",
+            "array index {index} is more than {} past the end of an array of {len} (C16)",
             json_path::PAD_SLACK
         ),
     })?;
@@ -1602,7 +1602,7 @@ mod tests {
     }
 
     #[test]
-    fn e10_routing_sees_only_open_calls_and_at_most_64() {
+    fn e11_routing_sees_only_open_calls_and_at_most_64() {
         let mut agg = Aggregator::new(Options::default());
         let mut deltas = Vec::new();
         let call = |name: bool, more: bool| {

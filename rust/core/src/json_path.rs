@@ -182,11 +182,11 @@ pub enum Write<'a> {
 pub enum WriteError {
     /// The path crosses a value of the wrong kind (C5 "type conflict").
     TypeConflict,
-    /// An index more than [`PAD_SLACK`] past the end of its array (C13).
+    /// An index more than [`PAD_SLACK`] past the end of its array (C16).
     TooFar { index: usize, len: usize },
 }
 
-/// How far past the end of an array an index may point (C13): padding costs
+/// How far past the end of an array an index may point (C16): padding costs
 /// memory the input did not pay for, so it is bounded per segment.
 pub const PAD_SLACK: usize = 8;
 
@@ -383,7 +383,7 @@ mod tests {
     }
 
     #[test]
-    fn c13_padding_is_bounded_per_segment_and_refused_writes_change_nothing() {
+    fn c16_padding_is_bounded_per_segment_and_refused_writes_change_nothing() {
         let mut args = Map::new();
         let ok = parse("$.a[8]", 100).unwrap_or_default();
         assert_eq!(write(&mut args, &ok, Write::Replace(json!(1))), Ok(()));
@@ -411,7 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn c13_huge_index_with_huge_max_neither_wraps_nor_allocates() {
+    fn c16_huge_index_with_huge_max_neither_wraps_nor_allocates() {
         let mut args = Map::new();
         args.insert("a".into(), json!([null, 7]));
         let p = parse("$.a[18446744073709551615]", usize::MAX).unwrap_or_default();

@@ -1,4 +1,4 @@
-//! jsonPath (C5, C9, C13): parsing never panics; a refused write changes
+//! jsonPath (C5, C9, C16): parsing never panics; a refused write changes
 //! nothing; an accepted write leaves a value at the path and pads at most 8.
 #![no_main]
 
@@ -39,7 +39,7 @@ fuzz_target!(|input: (&str, &str, u32, bool)| {
             // a key byte takes at most 6 bytes of JSON ("\u0000").
             let size = serde_json::to_string(&args).map_or(0, |s| s.len());
             let bound = size_before + path.len() * 6 + segments.len() * (PAD_SLACK * 5 + 16) + 16;
-            assert!(size <= bound, "C13: {size} > {bound}");
+            assert!(size <= bound, "C16: {size} > {bound}");
         }
         Err(_) => assert_eq!(args, before, "C5: a refused write changes nothing"),
     }
