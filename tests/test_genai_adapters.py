@@ -103,7 +103,7 @@ def test_g2_missing_google_genai_names_the_extra(tmp_path: Path) -> None:
 
 def _dump_path(obj: Any) -> Any:
     return _plain(
-        obj.model_dump(by_alias=True, exclude_none=True, exclude=_GENAI_LOCAL_FIELDS), "$"
+        obj.model_dump(by_alias=True, exclude_none=True, exclude=_GENAI_LOCAL_FIELDS), "$", 1
     )
 
 

@@ -9,6 +9,7 @@ import base64
 import datetime
 import enum
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,8 +30,19 @@ def chunk_to_mapping(chunk: Any) -> dict[str, Any]:
     wire carries them; datetimes become RFC 3339 strings; enums their value;
     integers outside 64 bits floats (as a JSON parser reads them).
     """
+    try:
+        return _to_mapping(chunk)
+    except RecursionError:
+        # D2c: a ValueError like any other unreadable chunk, not a RecursionError.
+        raise ValueError(
+            "feed_chunk(): the chunk is nested deeper than Python's recursion limit allows "
+            f"(sys.getrecursionlimit() is {sys.getrecursionlimit()})"
+        ) from None
+
+
+def _to_mapping(chunk: Any) -> dict[str, Any]:
     if isinstance(chunk, Mapping):
-        return _plain(chunk, "$")  # type: ignore[no-any-return]
+        return _plain(chunk, "$", 1)  # type: ignore[no-any-return]
     if _model_of(type(chunk)) is not None:
         try:
             return _fast(chunk)  # type: ignore[no-any-return]
@@ -42,7 +54,7 @@ def chunk_to_mapping(chunk: Any) -> dict[str, Any]:
             "feed_chunk() takes a dict or a google-genai GenerateContentResponse, "
             f"not {type(chunk).__name__}"
         )
-    return _plain(dump(by_alias=True, exclude_none=True, exclude=_GENAI_LOCAL_FIELDS), "$")  # type: ignore[no-any-return]
+    return _plain(dump(by_alias=True, exclude_none=True, exclude=_GENAI_LOCAL_FIELDS), "$", 1)  # type: ignore[no-any-return]
 
 
 class _NeedsPath(Exception):
@@ -135,11 +147,14 @@ def _fast(value: Any) -> Any:
     raise _NeedsPath
 
 
-def _plain(value: Any, where: str) -> Any:
+MAX_DEPTH = 1024  # F10: the nesting limit of orjson and of fastagg
+
+
+def _plain(value: Any, where: str, depth: int) -> Any:
     if value is None or type(value) in (str, bool):
         return value
     if isinstance(value, enum.Enum):
-        return _plain(value.value, where)
+        return _plain(value.value, where, depth)
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, bool):
@@ -153,15 +168,17 @@ def _plain(value: Any, where: str) -> Any:
         return float(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
+    if depth > MAX_DEPTH and isinstance(value, (Mapping, list, tuple)):
+        raise ValueError(f"feed_chunk(): {where} is nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"feed_chunk(): key {key!r} in {where} is not a string")
-            out[str.__str__(key)] = _plain(item, f"{where}.{key}")
+            out[str.__str__(key)] = _plain(item, f"{where}.{key}", depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return value.isoformat().replace("+00:00", "Z")
     raise TypeError(f"feed_chunk(): {where} is a {type(value).__name__}, which is not a JSON type")

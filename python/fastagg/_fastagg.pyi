@@ -213,6 +213,9 @@ class StreamAggregator:
         """Feed one complete GenerateContentResponse JSON payload."""
     def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[_Delta]:
         """Feed one parsed chunk: a REST camelCase dict or a google-genai response object."""
+    def finish(self) -> list[_Delta]:
+        """End the stream and return the deltas of its end (D5): an event completed only by
+        the end of input, calls flushed unfinished. Then ``close()`` returns the result."""
     def snapshot(self) -> AggregatedResponse:
         """The current state as an ``AggregatedResponse``, without changing it."""
     def close(self) -> AggregatedResponse:

@@ -95,6 +95,7 @@ _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 _EPSILON = 0.0005  # timers may fire this much early
+_MAX_SERVER_DELAY = 300.0  # L44: a longer Retry-After / retryDelay ends the turn
 
 
 async def run_turn(
@@ -171,6 +172,10 @@ async def stream_turn(
 
     The last event is ``TurnEnd(result)``. Closing the iterator early (or
     cancelling the task that reads it) cancels the turn, with the same cleanup.
+    ``break`` alone does not close it: until the generator is garbage
+    collected the turn keeps running (L45). Use
+    ``async with contextlib.aclosing(stream_turn(...)) as events:`` or call
+    ``aclose()``.
     """
     queue: asyncio.Queue[Any] = asyncio.Queue()
     sink: Callable[[TurnEvent], Any]
@@ -394,6 +399,19 @@ class _Turn:
         found = self._holding()
         return min(found, key=_PRECEDENCE.__getitem__) if found else None
 
+    async def _take_pending_interrupt(self) -> None:
+        """Raise the turn's cancellation now when a cause already holds (L43).
+
+        A synchronous handler that sets the abort event returns before the
+        watcher task has run, and a deadline may pass without its timer having
+        fired yet: latch the cause and take the cancellation before a request
+        is sent.
+        """
+        stop = self._checkpoint()
+        if stop is not None:
+            self._interrupt("aborted" if stop is StopReason.ABORTED else "time-limit")
+            await asyncio.sleep(0)
+
     # -- events ----------------------------------------------------------
 
     async def _emit(self, event: TurnEvent) -> None:
@@ -616,6 +634,8 @@ class _Turn:
         limits = self.limits
         if error.retry_after is not None:
             delay = max(0.0, float(error.retry_after))
+            if delay > _MAX_SERVER_DELAY:  # L44: do not wait that long, end the turn
+                return None
         else:
             delay = min(limits.retry_backoff * 2**done, limits.max_retry_backoff)
             delay *= random.uniform(0.5, 1.0)
@@ -649,6 +669,7 @@ class _Turn:
         sink = self.sink
         if sink is not None:
             await self._emit(StepStart(step, self.limits.max_steps, attempt, kind))
+            await self._take_pending_interrupt()
         self.last_progress = loop.time()
         agg = StreamAggregator()
         self.call_names: dict[int, str | None] = {}
@@ -677,6 +698,11 @@ class _Turn:
                         break
                     if deltas:
                         visible = await self._deltas(step, deltas) or visible
+            if error is None:
+                # A last event without a trailing blank line is shown live too (D5).
+                deltas = agg.finish()
+                if deltas:
+                    visible = await self._deltas(step, deltas) or visible
         except ProviderError as exc:
             error = exc
         except (ConnectionError, EOFError) as exc:
@@ -749,25 +775,28 @@ class _Turn:
     ) -> None:
         self._append(content)
         responses: list[dict[str, Any] | None] = [None] * len(calls)
-        for i, call in enumerate(calls):
-            if self.sink is not None:
-                await self._emit(
-                    ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
-                )
-        await self._find_repeats(step, calls)
-        self.last_progress = started = self.loop.time()
-        run = [i for i in range(len(calls)) if i not in self.repeats]  # L39: once per call
-        # One call runs in the turn's own task: a task of its own would cost a
-        # Task, two loop iterations and a context copy per step (L46).
-        tasks = (
-            []
-            if len(run) == 1
-            else [self.loop.create_task(self._call_tool(step, i, calls[i], responses)) for i in run]
-        )
+        started = self.loop.time()
+        tasks: list[asyncio.Task[None]] = []
+        self.repeats = {}
+        # L42: from here on every exit answers every call, the awaited events included.
         try:
+            for i, call in enumerate(calls):
+                if self.sink is not None:
+                    await self._emit(
+                        ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
+                    )
+            await self._find_repeats(step, calls)
+            self.last_progress = started = self.loop.time()
+            run = [i for i in range(len(calls)) if i not in self.repeats]  # L39: once per call
             if len(run) == 1:
+                # One call runs in the turn's own task: a task of its own would cost a
+                # Task, two loop iterations and a context copy per step (L46).
                 await self._call_tool(step, run[0], calls[run[0]], responses)
             else:
+                tasks = [
+                    self.loop.create_task(self._call_tool(step, i, calls[i], responses))
+                    for i in run
+                ]
                 await asyncio.gather(*tasks)
         except BaseException:
             self.cancelling_batch = True
@@ -788,19 +817,22 @@ class _Turn:
         *,
         final: bool,
     ) -> None:
-        """Append the user content with one function response per call, in call order."""
+        """Append the user content with one function response per call, in call order.
+
+        The content is appended before any event is emitted, so that an interrupt
+        while a handler is awaited cannot leave a call unanswered (L42).
+        """
         parts: list[dict[str, Any]] = []
+        cut_off: list[int] = []
+        repeated: list[int] = []
         for i, call in enumerate(calls):
             response = responses[i]
             if response is None and i in self.repeats:  # L39: answered like the first one
                 source = self.repeats[i]
                 response = responses[source] if isinstance(source, int) else source
                 responses[i] = response
-                if response is not None and self.sink is not None:
-                    status = "error" if "error" in response else "ok"
-                    await self._emit(
-                        ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
-                    )
+                if response is not None:
+                    repeated.append(i)
             call_id = call.get("id")
             if (
                 isinstance(call_id, str)
@@ -810,18 +842,7 @@ class _Turn:
                 self.answered.setdefault(call_id, (call["name"], call.get("args") or {}, response))
             if response is None:
                 response = {"error": "aborted"}
-                if self.sink is not None:
-                    await self._emit(
-                        ToolCallEnd(
-                            step,
-                            i,
-                            call.get("id"),
-                            call["name"],
-                            "aborted",
-                            self.loop.time() - started,
-                            response,
-                        )
-                    )
+                cut_off.append(i)
             fr: dict[str, Any] = {}
             if call.get("id") is not None:
                 fr["id"] = call["id"]
@@ -829,17 +850,40 @@ class _Turn:
             fr["response"] = response
             parts.append({"functionResponse": fr})
         remaining = self._remaining()
-        if (
+        nudge = (
             final
             and not self.nudged
             and remaining is not None
             and remaining < self.limits.wrapup_lead
             and self.limits.turn_budget_set  # L38: not for the defensive default
-        ):
+        )
+        if nudge:
+            assert remaining is not None
             self.nudged = True
             parts.append({"text": WRAPUP_NOTE.format(remaining=_fmt_duration(remaining))})
-            await self._lifecycle("wrapup", step)
         self._append({"role": "user", "parts": parts})
+        if self.sink is not None:
+            for i in repeated:  # events only after the content is in place (L42)
+                call, response = calls[i], parts[i]["functionResponse"]["response"]
+                status = "error" if "error" in response else "ok"
+                await self._emit(
+                    ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
+                )
+            for i in cut_off:
+                call = calls[i]
+                await self._emit(
+                    ToolCallEnd(
+                        step,
+                        i,
+                        call.get("id"),
+                        call["name"],
+                        "aborted",
+                        self.loop.time() - started,
+                        parts[i]["functionResponse"]["response"],
+                    )
+                )
+        if nudge:
+            await self._lifecycle("wrapup", step)
 
     async def _find_repeats(self, step: int, calls: list[dict[str, Any]]) -> None:
         """L39: a call repeating an id of this turn with the same name and args runs once."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -922,33 +923,62 @@ def _holds_value(args: dict[str, Any], path: tuple[Segment, ...]) -> bool:
     return True
 
 
-def _assign(args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool) -> bool:
-    """Apply one partial arg (C4, C9); False on a type conflict (nothing changed then).
+_PAD_SLACK = 8  # C16: how far past the end of an array an index may point
 
-    Containers are only created for missing children, after which nothing can
-    conflict any more, so a refused path never leaves half-built containers.
+
+def _write_problem(args: dict[str, Any], path: tuple[Segment, ...]) -> str | None:
+    """The first problem of writing at ``path``, left to right (C9, C16), or None.
+
+    Along the existing values: an object is needed before a key, an array
+    before an index; every index may be at most ``_PAD_SLACK`` past the end of
+    its array (an array still to be created is empty).
     """
+    node: Any = args
+    for seg in path:
+        if node is None or node is _MISSING:
+            if isinstance(seg, int) and seg > _PAD_SLACK:
+                return _too_far(seg, 0)
+            continue
+        if isinstance(seg, int):
+            if not isinstance(node, list):
+                return _CONFLICT
+            if seg > len(node) + _PAD_SLACK:
+                return _too_far(seg, len(node))
+            node = node[seg] if seg < len(node) else _MISSING
+        else:
+            if not isinstance(node, dict):
+                return _CONFLICT
+            node = node.get(seg, _MISSING)
+    return None
+
+
+def _too_far(index: int, length: int) -> str:
+    return (
+        f"array index {index} is more than {_PAD_SLACK} past the end of an array of {length} (C16)"
+    )
+
+
+def _assign(
+    args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool
+) -> str | None:
+    """Apply one partial arg (C4, C9); the reason when it is refused (nothing changed then)."""
+    problem = _write_problem(args, path)
+    if problem is not None:
+        return problem
     node: Any = args
     last = len(path) - 1
     for depth, seg in enumerate(path):
         if isinstance(seg, int):
-            if not isinstance(node, list):
-                return False
             if seg >= len(node):
                 node.extend([None] * (seg + 1 - len(node)))
             current = node[seg]
         else:
-            if not isinstance(node, dict):
-                return False
             current = node.get(seg, _MISSING)
         if depth == last:
             break
-        want_list = isinstance(path[depth + 1], int)
         if current is None or current is _MISSING:
-            current = [] if want_list else {}
+            current = [] if isinstance(path[depth + 1], int) else {}
             node[seg] = current
-        elif not isinstance(current, list if want_list else dict):
-            return False
         node = current
     seg = path[last]
     if append and isinstance(current, _StrBuf):
@@ -957,7 +987,7 @@ def _assign(args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, appe
         node[seg] = _StrBuf([current, value])
     else:
         node[seg] = value
-    return True
+    return None
 
 
 def _render_json(value: Any) -> Any:
@@ -1081,6 +1111,7 @@ class _CandidateState:
         self.citation_seen: dict[str, set[str]] = {}
 
 
+_MAX_OPEN_CALLS = 64  # C14: streamed calls open at once per candidate
 _CANDIDATE_OWN_KEYS = frozenset({"content", "finishReason", "finishMessage", "index"})
 _CITATION_LISTS = ("citations", "citationSources")
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
@@ -1089,7 +1120,7 @@ _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
 class _TurnState:
     """Everything aggregated so far from the event payloads."""
 
-    def __init__(self, max_array_index: int, warnings: list[str]) -> None:
+    def __init__(self, max_array_index: int, warnings: _Warnings) -> None:
         self.max_array_index = max_array_index
         self.warnings = warnings
         self.candidates: dict[int, _CandidateState] = {}
@@ -1277,6 +1308,14 @@ class _TurnState:
             or ("name" not in fc and "args" not in fc)
         )
         if not streamed:  # C1: a complete call, kept as received
+            if not isinstance(fc.get("name"), str):  # C15: a call nobody can answer
+                info = _complete_call_info(fc)
+                with_id = f" with id {_q(info['id'])}" if info["id"] is not None else ""
+                self.warnings.append(
+                    f"C15: event {i}: candidates[{j}].content.parts[{p}] is a function "
+                    f"call{with_id} without a name; it was left out (its args: {_cj(info['args'])})"
+                )
+                return
             cand.slots.append(_KeptPart(part, is_call=True))
             if deltas is not None:
                 k = len(cand.slots) - 1
@@ -1299,6 +1338,13 @@ class _TurnState:
         c = cand.index
         # C8: a new call reserves its slot at the end (ending the text run).
         if call.slot < 0:
+            if len(cand.open_calls) == _MAX_OPEN_CALLS:  # C14: close the least recently updated
+                oldest = min(cand.open_calls, key=lambda c: c.touched)
+                self.warnings.append(
+                    f"C14: candidate {cand.index}, part {oldest.slot}: more than "
+                    f"{_MAX_OPEN_CALLS} streamed calls were open at once; this one was closed"
+                )
+                self._close_call(cand, oldest, deltas)
             call.slot = len(cand.slots)
             cand.slots.append(call)
             cand.open_calls.append(call)
@@ -1395,8 +1441,8 @@ class _TurnState:
             parsed = parse_json_path(path, self.max_array_index)
             if isinstance(parsed, str):
                 reason = parsed
-            elif not _assign(call.args, parsed, value, append=key == "stringValue"):
-                reason = _CONFLICT
+            else:
+                reason = _assign(call.args, parsed, value, append=key == "stringValue")
         if reason is not None:
             if isinstance(path, str):
                 shown = _q(path)
@@ -1422,12 +1468,12 @@ class _TurnState:
         elif deltas is not None:
             deltas.append(CallEnd(cand.index, call.slot, _streamed_call_info(call)))
 
-    def close_open_calls(self) -> None:
+    def close_open_calls(self, deltas: list[Delta] | None) -> None:
         """C12: close every open call, in slot order, candidate by candidate."""
         for index in sorted(self.candidates):
             cand = self.candidates[index]
             for call in sorted(cand.open_calls, key=lambda c: c.slot):
-                self._close_call(cand, call, None)
+                self._close_call(cand, call, deltas)
 
 
 def _complete_call_info(fc: dict[str, Any]) -> dict[str, Any]:
@@ -1789,7 +1835,7 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
         keep(state.prompt_feedback),
         keep(state.error),
         truncated,
-        list(state.warnings),
+        state.warnings.render(),
     )
 
 
@@ -1798,12 +1844,48 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
 # --------------------------------------------------------------------------
 
 
-def _check_limit(name: str, value: Any) -> int:
+_MAX_ARRAY_INDEX_CAP = 2**31 - 1  # D2b: the largest max_array_index accepted
+_MAX_EVENT_BYTES_CAP = 2**63 - 1  # D2b: the largest max_event_bytes accepted (sys.maxsize)
+
+
+def _check_limit(name: str, value: Any, cap: int) -> int:
     if type(value) is not int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < 0:
         raise ValueError(f"{name} must not be negative, got {value}")
+    if value > cap:
+        raise ValueError(f"{name} must be at most {cap}, got {value}")
     return value
+
+
+_MAX_WARNINGS = 1000  # D7
+_SECOND_FEEDER = (
+    "this StreamAggregator was fed from another thread first; an aggregator is fed from one "
+    "thread (chunks from two threads would interleave): use one aggregator per stream"
+)
+
+
+class _Warnings:
+    """The warnings of a stream, bounded (D7); the ones beyond the cap are counted."""
+
+    __slots__ = ("dropped", "kept")
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.dropped = 0
+
+    def append(self, text: str) -> None:
+        if len(self.kept) < _MAX_WARNINGS:
+            self.kept.append(text)
+        else:
+            self.dropped += 1
+
+    def render(self) -> list[str]:
+        """The kept warnings, then one that counts the others."""
+        if not self.dropped:
+            return list(self.kept)
+        summary = f"D7: {self.dropped} more warnings were not kept (at most {_MAX_WARNINGS} are)"
+        return [*self.kept, summary]
 
 
 class StreamAggregator:
@@ -1825,14 +1907,20 @@ class StreamAggregator:
     ) -> None:
         self._deltas = bool(deltas)
         self._strict = bool(strict)
-        self._max_event_bytes = _check_limit("max_event_bytes", max_event_bytes)
-        self._warnings: list[str] = []
+        self._max_event_bytes = _check_limit(
+            "max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP
+        )
+        self._warnings = _Warnings()
         self._framer = _BodyFramer(self._max_event_bytes)
-        self._state = _TurnState(_check_limit("max_array_index", max_array_index), self._warnings)
+        self._state = _TurnState(
+            _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP), self._warnings
+        )
         self._events_seen = 0
         self._bytes_seen = 0
         self._truncated = False
         self._result: AggregatedResponse | None = None  # set by close()
+        self._ended = False  # set by finish() (D5)
+        self._feeder: int | None = None  # the thread that fed it first (D8)
 
     @property
     def events_seen(self) -> int:
@@ -1892,28 +1980,47 @@ class StreamAggregator:
             return self._result
         return _render(self._state, truncated=self._truncated, fresh=True)
 
-    def close(self) -> AggregatedResponse:
-        """Finish the stream (F14, C12) and return the aggregate; idempotent."""
-        if self._result is not None:
-            return self._result
+    def finish(self) -> list[Delta]:
+        """End the input and return the deltas that produced (D5).
+
+        A final event without a trailing blank line is processed (F14) and the
+        open calls are closed (C12); ``close()`` then returns the result and
+        ``feed*`` raises ``AggregatorClosed``. Later calls return ``[]``.
+        """
+        if self._ended:
+            return []
+        self._ended = True
+        deltas: list[Delta] = []
         frames: list[Frame] = []
         self._framer.close(frames)
         for frame in frames:
-            self._frame(frame, None, None)
+            self._frame(frame, deltas if self._deltas else None, None)
         if self._bytes_seen > 0 and self._events_seen == 0:
             self._warnings.append(
                 f"F2: no event was found in {self._bytes_seen} bytes of body "
                 "(expected a streamGenerateContent?alt=sse response)"
             )
-        self._state.close_open_calls()
+        self._state.close_open_calls(deltas if self._deltas else None)
+        return deltas
+
+    def close(self) -> AggregatedResponse:
+        """Finish the stream (F14, C12) and return the aggregate; idempotent."""
+        if self._result is not None:
+            return self._result
+        self.finish()
         self._result = _render(self._state, truncated=self._truncated, fresh=False)
         return self._result
 
     # --- internals ---
 
     def _check_open(self) -> None:
-        if self._result is not None:
+        if self._ended:
             raise AggregatorClosed("the aggregator was closed; create a new one for another stream")
+        me = threading.get_ident()
+        if self._feeder is None:
+            self._feeder = me
+        elif self._feeder != me:  # D8: chunks from two threads would interleave
+            raise RuntimeError(_SECOND_FEEDER)
 
     def _frame(
         self,

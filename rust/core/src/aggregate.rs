@@ -2,6 +2,7 @@
 //! (aggregation.md E, P, C rules; addendum E7-E9, P7-P9, C8-C12, D1-D3).
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Number, Value};
@@ -11,11 +12,22 @@ use crate::event::{
     event_from_map, parse_event, CandidateIn, EventIn, Fields, ParseError, PartIn, Shaped,
     TextOrValue,
 };
-use crate::json_path::{self, PathError, Segment, Write};
+use crate::json_path::{self, PathError, Segment, Write, WriteError};
 use crate::sse::{BodyFramer, Frame};
+
+/// At most this many streamed calls are open at once per candidate (C14).
+const MAX_OPEN_CALLS: usize = 64;
+
+/// Objects with at most this many keys are merged without a hash map.
+const SMALL_OBJECT: usize = 16;
 
 /// Candidate indices must be below this (E7).
 const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
+
+/// The largest `max_array_index` accepted (D2b).
+pub const MAX_ARRAY_INDEX_CAP: usize = (1 << 31) - 1;
+/// The largest `max_event_bytes` accepted (D2b): Python's `sys.maxsize`.
+pub const MAX_EVENT_BYTES_CAP: usize = isize::MAX as usize;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -243,8 +255,7 @@ struct StreamedCall {
     name: Option<String>,
     args: Map<String, Value>,
     signature: Option<Value>,
-    open: bool,
-    /// Closed by `close()`, not by the model (C13).
+    /// Closed by `close()` or by the C14 limit, not by the model (C13).
     flushed: bool,
     /// Value of the aggregator's clock at the last chunk routed here (C10).
     touched: u64,
@@ -296,6 +307,10 @@ struct CandidateState {
     finish_reason: Option<String>,
     finish_message: Option<String>,
     metadata: Map<String, Value>,
+    /// E9a: identities of the kept citation entries, per list key.
+    citation_seen: HashMap<String, HashSet<String>>,
+    /// Indices into `calls` of the open calls, in slot order (C14).
+    open: Vec<usize>,
 }
 
 impl CandidateState {
@@ -308,6 +323,8 @@ impl CandidateState {
             finish_reason: None,
             finish_message: None,
             metadata: Map::new(),
+            citation_seen: HashMap::new(),
+            open: Vec::new(),
         }
     }
 
@@ -353,7 +370,7 @@ impl CandidateState {
                     let Some(call) = calls.get_mut(k).and_then(Option::take) else {
                         continue;
                     };
-                    let unfinished = call.open || call.flushed;
+                    let unfinished = call.flushed || self.open.contains(&k);
                     if let Some(part) = call.into_part() {
                         if unfinished {
                             out.unfinished_calls.push(out.parts.len());
@@ -376,18 +393,60 @@ fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
     }
 }
 
+/// At most this many warnings are kept (D7); the others are counted.
+const MAX_WARNINGS: usize = 1000;
+
+/// The warnings of a stream, bounded (D7): bad input cannot make them grow
+/// without limit (`strict=False` turns every bad event into one).
+#[derive(Debug, Default)]
+struct Warnings {
+    kept: Vec<String>,
+    dropped: u64,
+}
+
+impl Warnings {
+    fn push(&mut self, text: String) {
+        if self.kept.len() < MAX_WARNINGS {
+            self.kept.push(text);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn append(&mut self, texts: &mut Vec<String>) {
+        for text in texts.drain(..) {
+            self.push(text);
+        }
+    }
+
+    /// The kept warnings, then one that counts the others.
+    fn render(&self) -> Vec<String> {
+        let mut out = self.kept.clone();
+        if self.dropped > 0 {
+            out.push(format!(
+                "D7: {} more warnings were not kept (at most {MAX_WARNINGS} are)",
+                self.dropped
+            ));
+        }
+        out
+    }
+}
+
 /// Everything but the framer, so a frame callback can borrow it mutably.
 #[derive(Debug)]
 struct State {
     opts: Options,
+    /// In order of first arrival; `positions` finds one by index in O(1), and
+    /// results list them in index order (E4).
     candidates: Vec<CandidateState>,
+    positions: HashMap<u32, usize>,
     usage: Option<Map<String, Value>>,
     model_version: Option<Value>,
     response_id: Option<Value>,
     create_time: Option<Value>,
     prompt_feedback: Option<Value>,
     error: Option<Value>,
-    warnings: Vec<String>,
+    warnings: Warnings,
     truncated: bool,
     events_seen: u64,
     bytes_seen: u64,
@@ -398,6 +457,8 @@ struct State {
 pub struct Aggregator {
     framer: BodyFramer,
     state: State,
+    /// `finish()` ran: the input is over (D5).
+    ended: bool,
     closed: Option<Arc<Response>>,
 }
 
@@ -409,18 +470,20 @@ impl Aggregator {
             state: State {
                 opts,
                 candidates: Vec::new(),
+                positions: HashMap::new(),
                 usage: None,
                 model_version: None,
                 response_id: None,
                 create_time: None,
                 prompt_feedback: None,
                 error: None,
-                warnings: Vec::new(),
+                warnings: Warnings::default(),
                 truncated: false,
                 events_seen: 0,
                 bytes_seen: 0,
                 clock: 0,
             },
+            ended: false,
             closed: None,
         }
     }
@@ -437,7 +500,7 @@ impl Aggregator {
 
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.closed.is_some()
+        self.ended
     }
 
     /// Feeds raw body bytes (any split). Deltas go to `deltas`; the returned
@@ -448,7 +511,7 @@ impl Aggregator {
         data: &[u8],
         deltas: &mut Vec<Delta>,
     ) -> Result<Vec<MalformedStream>, Closed> {
-        if self.closed.is_some() {
+        if self.ended {
             return Err(Closed);
         }
         let mut errors = Vec::new();
@@ -466,7 +529,7 @@ impl Aggregator {
         payload: &[u8],
         deltas: &mut Vec<Delta>,
     ) -> Result<Vec<MalformedStream>, Closed> {
-        if self.closed.is_some() {
+        if self.ended {
             return Err(Closed);
         }
         let mut errors = Vec::new();
@@ -488,7 +551,7 @@ impl Aggregator {
         payload: Map<String, Value>,
         deltas: &mut Vec<Delta>,
     ) -> Result<(), Closed> {
-        if self.closed.is_some() {
+        if self.ended {
             return Err(Closed);
         }
         let index = self.state.next_event_index();
@@ -506,16 +569,18 @@ impl Aggregator {
         }
     }
 
-    /// Ends the stream (F6, F14, C12) and returns the result; idempotent (D3).
-    pub fn close(&mut self) -> Arc<Response> {
-        if let Some(done) = &self.closed {
-            return Arc::clone(done);
+    /// Ends the input (F6, F14, C12): the final line, a pending event and the
+    /// open calls are processed, their deltas go to `deltas` (D5). Later
+    /// calls do nothing; `feed*` is refused afterwards.
+    pub fn finish(&mut self, deltas: &mut Vec<Delta>) {
+        if self.ended {
+            return;
         }
-        let mut deltas = Vec::new();
+        self.ended = true;
         let mut errors = Vec::new();
         let state = &mut self.state;
         self.framer
-            .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
+            .close(&mut |frame| state.on_frame(frame, deltas, &mut errors));
         // close() never raises: a bad payload completed by the final line is a warning.
         for err in errors {
             state.warn(format!("F8: {}", err.message));
@@ -527,8 +592,17 @@ impl Aggregator {
                 state.bytes_seen
             ));
         }
-        state.close_open_calls(&mut deltas);
-        let done = Arc::new(state.finish());
+        state.close_open_calls(deltas);
+    }
+
+    /// Ends the stream (`finish()` unless done) and returns the result;
+    /// idempotent (D3).
+    pub fn close(&mut self) -> Arc<Response> {
+        if let Some(done) = &self.closed {
+            return Arc::clone(done);
+        }
+        self.finish(&mut Vec::new());
+        let done = Arc::new(self.state.finish());
         self.closed = Some(Arc::clone(&done));
         done
     }
@@ -653,13 +727,25 @@ impl State {
     }
 
     fn candidate_position(&mut self, index: u32) -> usize {
-        match self.candidates.binary_search_by_key(&index, |c| c.index) {
-            Ok(pos) => pos,
-            Err(pos) => {
-                self.candidates.insert(pos, CandidateState::new(index));
-                pos
-            }
-        }
+        // The usual stream has one candidate: a short scan beats hashing.
+        let found = if self.candidates.len() <= 8 {
+            self.candidates.iter().position(|c| c.index == index)
+        } else {
+            self.positions.get(&index).copied()
+        };
+        found.unwrap_or_else(|| {
+            let pos = self.candidates.len();
+            self.candidates.push(CandidateState::new(index));
+            self.positions.insert(index, pos);
+            pos
+        })
+    }
+
+    /// Positions of the candidates in index order (E4).
+    fn in_index_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        order.sort_unstable_by_key(|&pos| self.candidates[pos].index);
+        order
     }
 
     fn apply_candidate(
@@ -734,8 +820,8 @@ impl State {
             if key == "citationMetadata" {
                 match value {
                     Value::Object(citations) => {
-                        let meta = &mut self.candidates[pos].metadata;
-                        merge_citations(meta, citations);
+                        let cand = &mut self.candidates[pos];
+                        merge_citations(&mut cand.metadata, &mut cand.citation_seen, citations);
                     }
                     _ => self.warn(shape(
                         event,
@@ -828,7 +914,21 @@ impl State {
             || (!fc.contains_key("name") && !fc.contains_key("args"));
         let want_deltas = self.opts.deltas;
         if !streamed {
-            let call = want_deltas.then(|| call_ref(part.get("functionCall")).to_value());
+            let info = call_ref(part.get("functionCall"));
+            if info.name.is_none() {
+                // C15: a call nobody can answer is not replayed.
+                let id_clause = info
+                    .id
+                    .map(|id| format!(" with id {}", q(id)))
+                    .unwrap_or_default();
+                let args = info.args.map_or_else(|| "{}".to_owned(), cj);
+                self.warn(format!(
+                    "C15: event {event}: candidates[{j}].content.parts[{p}] is a function \
+                     call{id_clause} without a name; it was left out (its args: {args})"
+                ));
+                return;
+            }
+            let call = want_deltas.then(|| info.to_value());
             let cand = &mut self.candidates[pos];
             cand.run = None;
             let slot = cand.slots.len();
@@ -883,16 +983,41 @@ impl State {
         let k = match k {
             Route::Existing(k) => k,
             Route::New => {
+                if cand.open.len() == MAX_OPEN_CALLS {
+                    // C14: the least recently updated open call is closed first.
+                    let lru = cand
+                        .open
+                        .iter()
+                        .copied()
+                        .min_by_key(|&k| cand.calls[k].touched)
+                        .unwrap_or_default();
+                    let mut closing = Vec::new();
+                    closing.push(format!(
+                        "C14: candidate {candidate}, part {}: more than {MAX_OPEN_CALLS} \
+                         streamed calls were open at once; this one was closed",
+                        cand.calls[lru].slot
+                    ));
+                    cand.open.retain(|&k| k != lru);
+                    cand.calls[lru].flushed = true; // C13: closed by the limit, not the model
+                    close_call(
+                        candidate,
+                        &mut cand.calls[lru],
+                        want_deltas,
+                        deltas,
+                        &mut closing,
+                    );
+                    self.warnings.append(&mut closing);
+                }
                 cand.run = None;
                 let slot = cand.slots.len();
                 let k = cand.calls.len();
+                cand.open.push(k);
                 cand.slots.push(Slot::Streamed(k));
                 cand.calls.push(StreamedCall {
                     id: id.clone(),
                     name: name.clone(),
                     args: Map::new(),
                     signature: None,
-                    open: true,
                     flushed: false,
                     touched: clock,
                     slot,
@@ -969,6 +1094,7 @@ impl State {
         let keeps_open = matches!(fc.get("willContinue"), Some(Value::Bool(true)));
         if !keeps_open {
             close_call(candidate, call, want_deltas, deltas, &mut warnings);
+            cand.open.retain(|&open| open != k);
         }
         self.warnings.append(&mut warnings);
     }
@@ -976,9 +1102,11 @@ impl State {
     fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
         let want_deltas = self.opts.deltas;
         let mut warnings = Vec::new();
-        for cand in &mut self.candidates {
+        for pos in self.in_index_order() {
+            let cand = &mut self.candidates[pos];
             let candidate = cand.index;
-            for call in cand.calls.iter_mut().filter(|c| c.open) {
+            for k in std::mem::take(&mut cand.open) {
+                let call = &mut cand.calls[k];
                 call.flushed = true; // C13: the model never finished it
                 close_call(candidate, call, want_deltas, deltas, &mut warnings);
             }
@@ -989,16 +1117,16 @@ impl State {
     /// The current state as a result, unchanged (`snapshot()`).
     fn render(&self) -> Response {
         let candidates = self
-            .candidates
-            .iter()
-            .cloned()
-            .map(CandidateState::into_result);
+            .in_index_order()
+            .into_iter()
+            .map(|pos| self.candidates[pos].clone().into_result());
         self.response(candidates.collect())
     }
 
     /// The final result, moving the parts out of the state (`close()`).
     fn finish(&mut self) -> Response {
-        let candidates = std::mem::take(&mut self.candidates);
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.sort_unstable_by_key(|c| c.index);
         self.response(
             candidates
                 .into_iter()
@@ -1022,7 +1150,7 @@ impl State {
             error: self.error.clone(),
             complete,
             truncated: self.truncated,
-            warnings: self.warnings.clone(),
+            warnings: self.warnings.render(),
         }
     }
 }
@@ -1086,7 +1214,8 @@ impl CandidateState {
         partial_args: &[Value],
         max_index: usize,
     ) -> Option<Route> {
-        let open = || self.calls.iter().enumerate().filter(|(_, c)| c.open);
+        // Only open calls are scanned, and C14 keeps them few.
+        let open = || self.open.iter().map(|&k| (k, &self.calls[k]));
         let most_recent = |it: &mut dyn Iterator<Item = (usize, &StreamedCall)>| {
             it.max_by_key(|(_, c)| c.touched).map(|(k, _)| k)
         };
@@ -1126,7 +1255,6 @@ fn close_call(
     deltas: &mut Vec<Delta>,
     warnings: &mut Vec<String>,
 ) {
-    call.open = false;
     if call.name.is_some() {
         if want_deltas {
             deltas.push(Delta::CallEnd {
@@ -1195,8 +1323,14 @@ fn apply_partial_arg(
         Write::AppendString(s) => Value::String((*s).to_owned()),
         Write::Replace(v) => v.clone(),
     };
-    json_path::write(args, &segments, write)
-        .map_err(|_| "type conflict with the existing value".to_owned())?;
+    json_path::write(args, &segments, write).map_err(|e| match e {
+        WriteError::TypeConflict => "type conflict with the existing value".to_owned(),
+        // C16: the reason names its rule, the warning keeps the C5 form.
+        WriteError::TooFar { index, len } => format!(
+            "array index {index} is more than {} past the end of an array of {len} (C16)",
+            json_path::PAD_SLACK
+        ),
+    })?;
     Ok(Some((path.clone(), delta_value)))
 }
 
@@ -1209,7 +1343,13 @@ fn path_repr(path: Option<&Value>) -> String {
 }
 
 /// E9: citation lists concatenated without exact duplicates; other keys last non-null.
-fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) {
+/// `seen` holds the identities of the entries kept in each list, so that a
+/// duplicate is found in O(1) (E9a).
+fn merge_citations(
+    meta: &mut Map<String, Value>,
+    seen: &mut HashMap<String, HashSet<String>>,
+    incoming: Map<String, Value>,
+) {
     let slot = meta
         .entry("citationMetadata")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -1222,24 +1362,30 @@ fn merge_citations(meta: &mut Map<String, Value>, incoming: Map<String, Value>) 
             continue;
         }
         let is_list_key = key == "citations" || key == "citationSources";
-        match (is_list_key, value, kept.get_mut(&key)) {
-            (true, Value::Array(new), Some(Value::Array(old))) => {
+        match (is_list_key, value) {
+            (true, Value::Array(new)) => {
+                let known = seen.entry(key.clone()).or_default();
+                let list = match kept.get_mut(&key) {
+                    Some(Value::Array(old)) => old,
+                    _ => {
+                        known.clear();
+                        kept.insert(key.clone(), Value::Array(Vec::new()));
+                        match kept.get_mut(&key) {
+                            Some(Value::Array(old)) => old,
+                            _ => continue,
+                        }
+                    }
+                };
                 for entry in new {
-                    if !old.contains(&entry) {
-                        old.push(entry);
+                    let mut id = String::new();
+                    write_identity(&entry, &mut id);
+                    if known.insert(id) {
+                        list.push(entry);
                     }
                 }
             }
-            (true, Value::Array(new), _) => {
-                let mut unique: Vec<Value> = Vec::with_capacity(new.len());
-                for entry in new {
-                    if !unique.contains(&entry) {
-                        unique.push(entry);
-                    }
-                }
-                kept.insert(key, Value::Array(unique));
-            }
-            (_, value, _) => {
+            (_, value) => {
+                seen.remove(&key);
                 kept.insert(key, value);
             }
         }
@@ -1272,6 +1418,38 @@ fn response_id_change(
     })
 }
 
+/// The E9a identity of a JSON value: compact JSON with object keys sorted,
+/// so that key order does not matter while `1`, `1.0` and `true` differ.
+fn write_identity(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_identity(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&q(k));
+                out.push(':');
+                write_identity(item, out);
+            }
+            out.push('}');
+        }
+        scalar => write_cj(scalar, out),
+    }
+}
+
 /// E3: a later non-null value replaces an earlier one; a string equal to
 /// the kept one (the usual case: the same model version on every event) is
 /// not copied again.
@@ -1291,6 +1469,20 @@ fn set_last(field: &mut Option<Value>, value: Option<TextOrValue<'_>>) {
 /// the last of duplicate keys) replaces the kept one unless it is null; new
 /// keys are added in order of first appearance.
 fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
+    if entries.len() > SMALL_OBJECT {
+        // Many keys: collapse duplicates through a map (first position, last
+        // value, as a JSON object reads) so the cost stays linear.
+        let mut object = Map::with_capacity(entries.len());
+        for (key, value) in entries {
+            object.insert(key.into_owned(), value);
+        }
+        for (key, value) in object {
+            if !value.is_null() {
+                kept.insert(key, value); // an existing key keeps its position
+            }
+        }
+        return;
+    }
     for i in 0..entries.len() {
         let key = &entries[i].0;
         if entries[..i].iter().any(|(k, _)| k == key) {
@@ -1444,6 +1636,38 @@ mod tests {
         fn new_empty() -> Self {
             CandidateState::new(0).into_result()
         }
+    }
+
+    #[test]
+    fn e11_routing_sees_only_open_calls_and_at_most_64() {
+        let mut agg = Aggregator::new(Options::default());
+        let mut deltas = Vec::new();
+        let call = |name: bool, more: bool| {
+            let mut fc = json!({"willContinue": more, "partialArgs": [{"jsonPath": "$.a", "numberValue": 1}]});
+            if name {
+                fc["name"] = json!("f");
+            }
+            parts_event(json!([{ "functionCall": fc }]))
+        };
+        // Sequential streamed calls: one open at a time, however many were closed.
+        for _ in 0..500 {
+            let body = sse(&[
+                call(true, true),
+                call(false, true),
+                json!({"candidates": [{"content": {"parts": [{"functionCall": {}}]}}]}),
+            ]);
+            assert_eq!(agg.feed(&body, &mut deltas), Ok(vec![]));
+            assert!(agg.state.candidates[0].open.is_empty());
+        }
+        // Calls left open: never more than 64 (C14).
+        for _ in 0..200 {
+            assert_eq!(agg.feed(&sse(&[call(true, true)]), &mut deltas), Ok(vec![]));
+        }
+        assert_eq!(agg.state.candidates[0].open.len(), MAX_OPEN_CALLS);
+        assert_eq!(agg.state.candidates[0].calls.len(), 700);
+        let result = agg.close();
+        assert_eq!(result.candidates[0].call_parts.len(), 700);
+        assert_eq!(result.warnings.len(), 136);
     }
 
     fn parts_event(parts: Value) -> Value {

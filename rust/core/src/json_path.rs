@@ -178,24 +178,31 @@ pub enum Write<'a> {
     Replace(Value),
 }
 
-/// A path that crosses a value of the wrong kind (C5 "type conflict").
+/// Why a write was refused; nothing was changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TypeConflict;
+pub enum WriteError {
+    /// The path crosses a value of the wrong kind (C5 "type conflict").
+    TypeConflict,
+    /// An index more than [`PAD_SLACK`] past the end of its array (C16).
+    TooFar { index: usize, len: usize },
+}
+
+/// How far past the end of an array an index may point (C16): padding costs
+/// memory the input did not pay for, so it is bounded per segment.
+pub const PAD_SLACK: usize = 8;
 
 /// Writes at `segments` inside `args`, creating missing containers (C4).
-/// Nothing is changed when the path conflicts with an existing value: a
-/// conflict can only sit in the existing prefix, before anything is created.
+/// Nothing is changed when the path is refused: every problem is found by
+/// [`check`] before anything is created.
 pub fn write(
     args: &mut Map<String, Value>,
     segments: &[Segment],
     value: Write<'_>,
-) -> Result<(), TypeConflict> {
+) -> Result<(), WriteError> {
     let Some((Segment::Key(first), rest)) = segments.split_first() else {
-        return Err(TypeConflict);
+        return Err(WriteError::TypeConflict);
     };
-    if !prefix_fits(args.get(first), rest) {
-        return Err(TypeConflict);
-    }
+    check(args.get(first), rest)?;
     let mut slot = args.entry(first.clone()).or_insert(Value::Null);
     for segment in rest {
         slot = match segment {
@@ -205,7 +212,7 @@ pub fn write(
                 }
                 match slot {
                     Value::Object(map) => map.entry(k.clone()).or_insert(Value::Null),
-                    _ => return Err(TypeConflict),
+                    _ => return Err(WriteError::TypeConflict),
                 }
             }
             Segment::Index(i) => {
@@ -214,15 +221,26 @@ pub fn write(
                 }
                 match slot {
                     Value::Array(items) => {
-                        if items.len() <= *i {
-                            items.resize(*i + 1, Value::Null);
+                        // `check` bounded the padding; a failed allocation is refused, not fatal.
+                        let want = i.checked_add(1).ok_or(WriteError::TooFar {
+                            index: *i,
+                            len: items.len(),
+                        })?;
+                        if items.len() < want {
+                            items.try_reserve_exact(want - items.len()).map_err(|_| {
+                                WriteError::TooFar {
+                                    index: *i,
+                                    len: items.len(),
+                                }
+                            })?;
+                            items.resize(want, Value::Null);
                         }
                         match items.get_mut(*i) {
                             Some(v) => v,
-                            None => return Err(TypeConflict),
+                            None => return Err(WriteError::TypeConflict),
                         }
                     }
-                    _ => return Err(TypeConflict),
+                    _ => return Err(WriteError::TypeConflict),
                 }
             }
         };
@@ -237,20 +255,35 @@ pub fn write(
     Ok(())
 }
 
-/// Checks that the existing values along the path have the kinds the path
-/// needs: every value that is present and not null must be an object before a
-/// key segment and an array before an index segment.
-fn prefix_fits(start: Option<&Value>, rest: &[Segment]) -> bool {
+/// Finds the first problem of a write, left to right: along the existing
+/// values, every value that is present and not null must be an object before
+/// a key segment and an array before an index segment; every index may be at
+/// most [`PAD_SLACK`] past the end of its array (a created array is empty).
+fn check(start: Option<&Value>, rest: &[Segment]) -> Result<(), WriteError> {
     let mut current = start;
     for segment in rest {
         match (current, segment) {
-            (None | Some(Value::Null), _) => return true,
+            (None | Some(Value::Null), Segment::Index(i)) => {
+                current = None;
+                if *i > PAD_SLACK {
+                    return Err(WriteError::TooFar { index: *i, len: 0 });
+                }
+            }
+            (None | Some(Value::Null), Segment::Key(_)) => current = None,
             (Some(Value::Object(map)), Segment::Key(k)) => current = map.get(k),
-            (Some(Value::Array(items)), Segment::Index(i)) => current = items.get(*i),
-            _ => return false,
+            (Some(Value::Array(items)), Segment::Index(i)) => {
+                if *i > items.len().saturating_add(PAD_SLACK) {
+                    return Err(WriteError::TooFar {
+                        index: *i,
+                        len: items.len(),
+                    });
+                }
+                current = items.get(*i);
+            }
+            _ => return Err(WriteError::TypeConflict),
         }
     }
-    true
+    Ok(())
 }
 
 #[cfg(test)]
@@ -339,15 +372,58 @@ mod tests {
             let p = parse(path, 10).unwrap_or_default();
             assert_eq!(
                 write(&mut args, &p, Write::Replace(json!(2))),
-                Err(TypeConflict)
+                Err(WriteError::TypeConflict)
             );
         }
         assert_eq!(args, before);
         let root_index = [Segment::Index(0)];
         assert_eq!(
             write(&mut args, &root_index, Write::Replace(json!(2))),
-            Err(TypeConflict)
+            Err(WriteError::TypeConflict)
         );
+    }
+
+    #[test]
+    fn c16_padding_is_bounded_per_segment_and_refused_writes_change_nothing() {
+        let mut args = Map::new();
+        let ok = parse("$.a[8]", 100).unwrap_or_default();
+        assert_eq!(write(&mut args, &ok, Write::Replace(json!(1))), Ok(()));
+        let before = args.clone();
+        for (path, index, len) in [
+            ("$.a[18]", 18, 9),
+            ("$.b[9]", 9, 0),
+            ("$.c.d[0][9]", 9, 0),
+            ("$.a[18][0]", 18, 9),
+        ] {
+            let p = parse(path, 100).unwrap_or_default();
+            assert_eq!(
+                write(&mut args, &p, Write::Replace(json!(2))),
+                Err(WriteError::TooFar { index, len }),
+                "{path}"
+            );
+        }
+        assert_eq!(args, before);
+        let next = parse("$.a[17]", 100).unwrap_or_default();
+        assert_eq!(write(&mut args, &next, Write::Replace(json!(3))), Ok(()));
+        assert_eq!(
+            args.get("a").and_then(Value::as_array).map(Vec::len),
+            Some(18)
+        );
+    }
+
+    #[test]
+    fn c16_huge_index_with_huge_max_neither_wraps_nor_allocates() {
+        let mut args = Map::new();
+        args.insert("a".into(), json!([null, 7]));
+        let p = parse("$.a[18446744073709551615]", usize::MAX).unwrap_or_default();
+        assert_eq!(
+            write(&mut args, &p, Write::Replace(json!(1))),
+            Err(WriteError::TooFar {
+                index: usize::MAX,
+                len: 2
+            })
+        );
+        assert_eq!(args.get("a"), Some(&json!([null, 7])));
     }
 
     #[test]

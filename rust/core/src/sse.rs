@@ -147,15 +147,38 @@ struct Acc {
     len: u64,
     /// F9 offset of the event.
     offset: u64,
+    /// `len` is the payload's length (SSE), so once it passes `max` the event
+    /// is too large whatever follows: nothing more is kept and what was kept
+    /// is freed (F8, F17). Array elements count trailing whitespace in `len`
+    /// and give up through `content_len` instead.
+    exact: bool,
+    /// The event was found too large: its bytes are only counted.
+    given_up: bool,
 }
+
+/// Buffers with more capacity than this are freed when their event ends, so a
+/// large event does not keep its memory for the rest of the stream (F17).
+const RETAIN: usize = 1 << 20;
 
 impl Acc {
     #[inline]
     fn reset(&mut self, offset: u64) {
-        self.buf.clear();
+        if self.buf.capacity() > RETAIN {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
         self.borrowed = None;
         self.len = 0;
         self.offset = offset;
+        self.given_up = false;
+    }
+
+    /// Keeps nothing more of this event and frees what was kept (F17).
+    fn give_up(&mut self) {
+        self.buf = Vec::new();
+        self.borrowed = None;
+        self.given_up = true;
     }
 
     #[inline]
@@ -174,6 +197,14 @@ impl Acc {
         if n == 0 {
             return;
         }
+        self.len = self.len.saturating_add(n as u64);
+        if self.given_up {
+            return;
+        }
+        if self.exact && self.len > max as u64 {
+            self.give_up();
+            return;
+        }
         let kept = self.kept();
         let take = n.min(max.saturating_sub(kept));
         if take > 0 {
@@ -188,17 +219,23 @@ impl Acc {
                 None => self.extend(data.get(s..t_end).unwrap_or(&[]), max),
             }
         }
-        self.len = self.len.saturating_add(n as u64);
     }
 
     /// Appends one `\n` (the join of two lines).
     #[inline]
     fn push_newline(&mut self, data: &[u8], max: usize) {
+        self.len = self.len.saturating_add(1);
+        if self.given_up {
+            return;
+        }
+        if self.exact && self.len > max as u64 {
+            self.give_up();
+            return;
+        }
         if self.kept() < max {
             self.detach(data, max);
             self.extend(b"\n", max);
         }
-        self.len = self.len.saturating_add(1);
     }
 
     /// Copies borrowed bytes of the current chunk into the buffer.
@@ -216,9 +253,16 @@ impl Acc {
     fn extend(&mut self, bytes: &[u8], max: usize) {
         let need = self.buf.len() + bytes.len();
         if need > self.buf.capacity() {
-            let want = need.max(self.buf.capacity().saturating_mul(2)).max(64);
-            let want = want.min(max).max(need);
-            self.buf.reserve_exact(want - self.buf.len());
+            // F17: past RETAIN, reserve the whole limit once. Untouched pages
+            // cost no memory, and the doubling copies (whose freed blocks the
+            // allocator keeps) stop, so the memory of one event stays within
+            // the limit. A limit too large to reserve falls back to doubling.
+            let eager = need > RETAIN && self.buf.try_reserve_exact(max - self.buf.len()).is_ok();
+            if !eager {
+                let want = need.max(self.buf.capacity().saturating_mul(2)).max(64);
+                let want = want.min(max).max(need);
+                self.buf.reserve_exact(want - self.buf.len());
+            }
         }
         self.buf.extend_from_slice(bytes);
     }
@@ -335,7 +379,10 @@ impl SseFramer {
             split: LineSplitter::default(),
             line: LineState::Start,
             line_off: 0,
-            ev: Acc::default(),
+            ev: Acc {
+                exact: true,
+                ..Acc::default()
+            },
             has_data: false,
             block: None,
         }
@@ -624,6 +671,9 @@ impl ArrayFramer {
                     self.elem.push(data, seg, end, max);
                     if let Some(l) = last {
                         self.content_len = len_before + (l - seg) as u64;
+                        if self.content_len > max as u64 {
+                            self.elem.give_up();
+                        }
                     }
                     match stop {
                         ElemStop::More => {}
@@ -1079,6 +1129,33 @@ mod tests {
         W(String),
         U(u64, Vec<u8>),
         I(u64),
+    }
+
+    #[test]
+    fn f17_an_oversized_event_frees_its_buffer_and_a_large_one_is_not_kept() {
+        let max = 4 << 20;
+        let mut framer = BodyFramer::new(max);
+        let mut frames = Vec::new();
+        framer.feed(b"data: {\"a\":\"", &mut |f| frames.push(own(f)));
+        let piece = vec![b'x'; 64 * 1024];
+        let mut peak = 0;
+        for _ in 0..(2 * max / piece.len()) {
+            framer.feed(&piece, &mut |f| frames.push(own(f)));
+            peak = peak.max(framer.sse.ev.buf.capacity());
+        }
+        assert!(peak <= max, "{peak}");
+        assert_eq!(framer.sse.ev.buf.capacity(), 0);
+        framer.feed(b"\"}\n\n", &mut |f| frames.push(own(f)));
+        assert_eq!(frames, vec![F::Big(0)]);
+        // A large event that fits is delivered; its buffer is freed afterwards.
+        let mut big = b"data: {\"a\":\"".to_vec();
+        big.extend(vec![b'y'; 2 << 20]);
+        for part in big.chunks(64 * 1024) {
+            framer.feed(part, &mut |f| frames.push(own(f)));
+        }
+        framer.feed(b"\"}\n\n", &mut |f| frames.push(own(f)));
+        assert_eq!(frames.len(), 2);
+        assert_eq!(framer.sse.ev.buf.capacity(), 0);
     }
 
     fn own(f: Frame<'_>) -> F {

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use fastagg_core::aggregate::{Aggregator, CandidateResult, Delta, Options, Response};
+use fastagg_core::aggregate::{
+    Aggregator, CandidateResult, Delta, Options, Response, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
+};
 use fastagg_core::error::MalformedStream;
 use fastagg_core::sse;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -23,20 +25,42 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 // ---------------------------------------------------------------- JSON <-> Python
 
+/// Conversions recurse once per nesting level (values nest up to 1024 levels,
+/// F10); before each container they make sure this much stack is left,
+/// growing the stack on the heap otherwise, so that a thread with a small
+/// stack (musl's 128 KiB) converts the deepest value safely.
+const STACK_RED_ZONE: usize = 32 * 1024;
+const STACK_GROWTH: usize = 1024 * 1024;
+
+/// Runs a core operation with enough stack for values nested 1024 levels
+/// deep (cloning, comparing and writing them recurse): on a thread with less
+/// than this left (a small thread stack), on a stack grown on the heap.
+fn deep_safe<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(CORE_STACK, 4 * CORE_STACK, f)
+}
+
+const CORE_STACK: usize = 1024 * 1024;
+
+const SECOND_FEEDER: &str = "this StreamAggregator was fed from another thread first; an \
+     aggregator is fed from one thread (chunks from two threads would interleave): use one \
+     aggregator per stream";
+
 fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
         Value::Number(n) => number_to_py(py, n)?,
         Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
+        Value::Array(items) => stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
             let list = PyList::empty(py);
             for item in items {
                 list.append(to_py(py, item)?)?;
             }
-            list.into_any()
+            Ok::<_, PyErr>(list.into_any())
+        })?,
+        Value::Object(map) => {
+            stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || map_to_py(py, map))?.into_any()
         }
-        Value::Object(map) => map_to_py(py, map)?.into_any(),
     })
 }
 
@@ -105,19 +129,23 @@ fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
             .map(Value::Number)
             .ok_or_else(|| PyValueError::new_err("feed_chunk(): a float is not finite"))
     } else if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (k, v) in d.iter() {
-            let key = k
-                .cast::<PyString>()
-                .map_err(|_| PyTypeError::new_err("feed_chunk(): a dict key is not a string"))?;
-            map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
-        }
-        Ok(Value::Object(map))
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            let mut map = Map::new();
+            for (k, v) in d.iter() {
+                let key = k.cast::<PyString>().map_err(|_| {
+                    PyTypeError::new_err("feed_chunk(): a dict key is not a string")
+                })?;
+                map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
+            }
+            Ok(Value::Object(map))
+        })
     } else if let Ok(l) = obj.cast::<PyList>() {
-        l.iter()
-            .map(|item| from_py(&item, depth + 1))
-            .collect::<PyResult<Vec<_>>>()
-            .map(Value::Array)
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            l.iter()
+                .map(|item| from_py(&item, depth + 1))
+                .collect::<PyResult<Vec<_>>>()
+                .map(Value::Array)
+        })
     } else {
         Err(PyTypeError::new_err(format!(
             "feed_chunk(): a {} is not a JSON type",
@@ -127,7 +155,12 @@ fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
 }
 
 /// A size option: a plain non-negative `int` (not a bool), else a clear error.
-fn limit(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
+fn limit(
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    default: usize,
+    cap: usize,
+) -> PyResult<usize> {
     let Some(value) = value else {
         return Ok(default);
     };
@@ -137,13 +170,18 @@ fn limit(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResu
             value.get_type().name()?
         )));
     }
-    let n: i128 = value.extract()?;
-    if n < 0 {
+    // Compared as Python ints first: a huge value is a ValueError, not an OverflowError (D2b).
+    if value.lt(0)? {
         return Err(PyValueError::new_err(format!(
-            "{name} must not be negative, got {n}"
+            "{name} must not be negative, got {value}"
         )));
     }
-    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    if value.gt(cap)? {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be at most {cap}, got {value}"
+        )));
+    }
+    value.extract()
 }
 
 /// The bytes of `bytes`, `bytearray` or any buffer (memoryview).
@@ -398,9 +436,24 @@ pub struct StreamAggregator {
     deltas: bool,
     /// The result of `close()`, returned again by later calls (D3).
     closed: Option<Py<AggregatedResponse>>,
+    /// The thread that fed it first; only it may feed (D8).
+    feeder: Option<std::thread::ThreadId>,
 }
 
 impl StreamAggregator {
+    /// D8: chunks fed from two threads would interleave in an arbitrary order.
+    fn check_feeder(&mut self) -> PyResult<()> {
+        let me = std::thread::current().id();
+        match self.feeder {
+            None => self.feeder = Some(me),
+            Some(owner) if owner != me => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(SECOND_FEEDER));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
     fn finish_feed<'py>(
         &self,
         py: Python<'py>,
@@ -438,13 +491,24 @@ impl StreamAggregator {
         let opts = Options {
             deltas,
             strict,
-            max_event_bytes: limit("max_event_bytes", max_event_bytes, defaults.max_event_bytes)?,
-            max_array_index: limit("max_array_index", max_array_index, defaults.max_array_index)?,
+            max_event_bytes: limit(
+                "max_event_bytes",
+                max_event_bytes,
+                defaults.max_event_bytes,
+                MAX_EVENT_BYTES_CAP,
+            )?,
+            max_array_index: limit(
+                "max_array_index",
+                max_array_index,
+                defaults.max_array_index,
+                MAX_ARRAY_INDEX_CAP,
+            )?,
         };
         Ok(Self {
             core: Aggregator::new(opts),
             deltas,
             closed: None,
+            feeder: None,
         })
     }
 
@@ -457,8 +521,11 @@ impl StreamAggregator {
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.check_feeder()?;
         let mut deltas = Vec::new();
-        let result = with_bytes(data, |bytes| self.core.feed(bytes, &mut deltas))?;
+        let result = with_bytes(data, |bytes| {
+            deep_safe(|| self.core.feed(bytes, &mut deltas))
+        })?;
         self.finish_feed(py, deltas, result)
     }
 
@@ -468,18 +535,23 @@ impl StreamAggregator {
         py: Python<'py>,
         payload: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.check_feeder()?;
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
             match s.to_str() {
-                Ok(text) => self.core.feed_event(text.as_bytes(), &mut deltas),
+                Ok(text) => deep_safe(|| self.core.feed_event(text.as_bytes(), &mut deltas)),
                 // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.
                 Err(_) => {
                     let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
-                    with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
+                    with_bytes(&raw, |bytes| {
+                        deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+                    })?
                 }
             }
         } else {
-            with_bytes(payload, |bytes| self.core.feed_event(bytes, &mut deltas))?
+            with_bytes(payload, |bytes| {
+                deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+            })?
         };
         self.finish_feed(py, deltas, result)
     }
@@ -493,6 +565,7 @@ impl StreamAggregator {
         if self.core.is_closed() {
             return Err(closed_error(py));
         }
+        self.check_feeder()?;
         let mapping = py
             .import("fastagg._chunks")?
             .call_method1("chunk_to_mapping", (chunk,))?;
@@ -500,7 +573,7 @@ impl StreamAggregator {
             return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
         };
         let mut deltas = Vec::new();
-        let result = self.core.feed_value(map, &mut deltas).map(|()| Vec::new());
+        let result = deep_safe(|| self.core.feed_value(map, &mut deltas)).map(|()| Vec::new());
         self.finish_feed(py, deltas, result)
     }
 
@@ -509,8 +582,17 @@ impl StreamAggregator {
     fn snapshot(&self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
         match &self.closed {
             Some(done) => Ok(done.clone_ref(py)),
-            None => AggregatedResponse::create(py, Arc::new(self.core.snapshot())),
+            None => AggregatedResponse::create(py, Arc::new(deep_safe(|| self.core.snapshot()))),
         }
+    }
+
+    /// End the input and return the deltas that produced: a final event
+    /// without a trailing blank line, the calls closed at the end (D5).
+    /// `close()` then returns the result; `feed*` raises `AggregatorClosed`.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut deltas = Vec::new();
+        deep_safe(|| self.core.finish(&mut deltas));
+        self.finish_feed(py, deltas, Ok(Vec::new()))
     }
 
     /// End the stream and return the `AggregatedResponse`; later calls return
@@ -519,7 +601,7 @@ impl StreamAggregator {
         if let Some(done) = &self.closed {
             return Ok(done.clone_ref(py));
         }
-        let done = AggregatedResponse::create(py, self.core.close())?;
+        let done = AggregatedResponse::create(py, deep_safe(|| self.core.close()))?;
         self.closed = Some(done.clone_ref(py));
         Ok(done)
     }
