@@ -1809,11 +1809,22 @@ class StreamAggregator:
     ``feed_event()``, or one parsed chunk with ``feed_chunk()``; each returns
     the deltas it produced (empty with ``deltas=False``). ``snapshot()``
     renders the aggregate so far, ``close()`` finishes the stream.
+    ``api="interactions"`` returns the Interactions twin instead
+    (``fastagg.reference_interactions``, spec/interactions.md I1).
     """
+
+    def __new__(cls, *, api: str = "generate_content", **options: Any) -> Any:
+        """The classic aggregator, or the Interactions twin for ``api="interactions"``."""
+        if api == "generate_content":
+            return super().__new__(cls)
+        from .reference_interactions import InteractionsAggregator  # it imports this module
+
+        return InteractionsAggregator(api=api, **options)
 
     def __init__(
         self,
         *,
+        api: str = "generate_content",
         deltas: bool = True,
         strict: bool = True,
         max_event_bytes: int = 64 * 1024 * 1024,
