@@ -129,6 +129,19 @@ fn is_ident(key: &str) -> bool {
         && bytes.all(|b| b == b'_' || b.is_ascii_alphanumeric())
 }
 
+/// Appends the segment of the value being read in `container` (none at the top).
+fn push_segment(path: &mut String, container: Option<&Container>) {
+    match container {
+        Some(Container::Obj { key: Some(k), .. }) => push_key(path, k),
+        Some(Container::Arr { items, .. }) => {
+            path.push('[');
+            path.push_str(&items.len().to_string());
+            path.push(']');
+        }
+        _ => {}
+    }
+}
+
 fn push_key(path: &mut String, key: &str) {
     if is_ident(key) {
         path.push('.');
@@ -274,40 +287,29 @@ impl ArgParser {
         carry.unwrap_or_else(|| Value::Object(Map::new()))
     }
 
-    /// The path of the value being read in the innermost container.
-    fn value_path(&self) -> Option<String> {
-        let mut path = self.path.clone();
-        match self.stack.last() {
-            Some(Container::Obj { key: Some(k), .. }) => push_key(&mut path, k),
-            Some(Container::Arr { items, .. }) => {
-                path.push('[');
-                path.push_str(&items.len().to_string());
-                path.push(']');
-            }
-            _ => return None,
-        }
-        Some(path)
-    }
-
     fn emit(&mut self, value: Value, out: &mut Vec<ArgPiece>, long_path: &mut bool) {
-        // Check the length before building the path, so a long key costs
-        // nothing per value (I15).
+        // Check the length before building the path, so a long key or a
+        // deep path costs nothing per value (I15).
         let extra = match self.stack.last() {
             Some(Container::Obj { key: Some(k), .. }) => k.len() + 1,
             Some(Container::Arr { .. }) => 2,
-            _ => 0,
+            _ => return,
         };
         if self.path.len() + extra > MAX_LIVE_PATH {
             *long_path = true;
             return;
         }
-        if let Some(json_path) = self.value_path() {
-            if json_path.len() > MAX_LIVE_PATH {
-                *long_path = true;
-                return;
-            }
-            out.push(ArgPiece { json_path, value });
+        let base = self.path.len();
+        push_segment(&mut self.path, self.stack.last());
+        if self.path.len() > MAX_LIVE_PATH {
+            *long_path = true;
+        } else {
+            out.push(ArgPiece {
+                json_path: self.path.clone(),
+                value,
+            });
         }
+        self.path.truncate(base);
     }
 
     fn send_piece(&mut self, done: bool, out: &mut Vec<ArgPiece>, long_path: &mut bool) {
@@ -343,39 +345,21 @@ impl ArgParser {
         if self.stack.len() >= MAX_JSON_DEPTH {
             return Err(format!("nesting deeper than {MAX_JSON_DEPTH}"));
         }
-        if !self.stack.is_empty() {
-            let parent_len = self.path.len();
-            if let Some(p) = self.value_path() {
-                self.path = p;
+        // The parent's path ends here; the container's own segment follows.
+        let path_len = self.path.len();
+        push_segment(&mut self.path, self.stack.last());
+        self.stack.push(if obj {
+            Container::Obj {
+                map: Map::new(),
+                key: None,
+                path_len,
             }
-            // Remember where the parent's path ends.
-            let frame = if obj {
-                Container::Obj {
-                    map: Map::new(),
-                    key: None,
-                    path_len: parent_len,
-                }
-            } else {
-                Container::Arr {
-                    items: Vec::new(),
-                    path_len: parent_len,
-                }
-            };
-            self.stack.push(frame);
         } else {
-            self.stack.push(if obj {
-                Container::Obj {
-                    map: Map::new(),
-                    key: None,
-                    path_len: 1,
-                }
-            } else {
-                Container::Arr {
-                    items: Vec::new(),
-                    path_len: 1,
-                }
-            });
-        }
+            Container::Arr {
+                items: Vec::new(),
+                path_len,
+            }
+        });
         self.lex = if obj { Lex::ObjFirst } else { Lex::ArrFirst };
         Ok(())
     }
@@ -397,7 +381,13 @@ impl ArgParser {
         long_path: &mut bool,
     ) -> Result<(), String> {
         let text = std::mem::take(&mut self.num);
-        let value: Value = serde_json::from_str(&text).map_err(|_| "invalid number".to_owned())?;
+        // `-0` is the integer 0, as Python's JSON parsers read it (serde_json
+        // would make it the float -0.0).
+        let value: Value = if text == "-0" {
+            Value::from(0)
+        } else {
+            serde_json::from_str(&text).map_err(|_| "number out of range".to_owned())?
+        };
         self.emit(value.clone(), out, long_path);
         self.put(value);
         Ok(())

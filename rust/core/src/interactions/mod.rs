@@ -99,7 +99,8 @@ pub struct IxAggregator {
 }
 
 /// Parses one payload like orjson: nesting up to 1024, UTF-8 checked (I4).
-fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, ErrorKind> {
+/// The error says whether the payload was JSON but not an object.
+fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, (ErrorKind, bool)> {
     let mut de = serde_json::Deserializer::from_slice(data);
     let parsed: Result<Value, _> =
         serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
@@ -118,9 +119,9 @@ fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, ErrorKind> {
     };
     match value {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(ErrorKind::InvalidJson),
-        Err(_) if std::str::from_utf8(data).is_err() => Err(ErrorKind::InvalidUtf8),
-        Err(_) => Err(ErrorKind::InvalidJson),
+        Ok(_) => Err((ErrorKind::InvalidJson, true)),
+        Err(_) if std::str::from_utf8(data).is_err() => Err((ErrorKind::InvalidUtf8, false)),
+        Err(_) => Err((ErrorKind::InvalidJson, false)),
     }
 }
 
@@ -317,9 +318,7 @@ impl State {
         let n = self.next_index();
         match parse_payload(data) {
             Ok(map) => self.apply(n, map, name, deltas),
-            Err(kind) => {
-                let not_object =
-                    kind == ErrorKind::InvalidJson && serde_json::from_slice::<Value>(data).is_ok();
+            Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
                 self.warnings.push(format!("I4: {}", err.message));
                 self.truncated = true;
@@ -338,9 +337,7 @@ impl State {
         let n = self.next_index();
         match parse_payload(data) {
             Ok(map) => self.apply(n, map, name, deltas),
-            Err(kind) => {
-                let not_object =
-                    kind == ErrorKind::InvalidJson && serde_json::from_slice::<Value>(data).is_ok();
+            Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
                 self.report(err, errors);
             }
