@@ -24,6 +24,7 @@ from .chunks import (
     usage,
 )
 from .fake import FakeGemini, RecordedRequest, Script, Step, load_script
+from .fake_interactions import FakeInteractions, InteractionTurn
 from .scenarios import (
     DEMO_PROMPT,
     RUNAWAY_PROMPT,
@@ -41,6 +42,8 @@ __all__ = [
     "RUNAWAY_PROMPT",
     "STALLED_PROMPT",
     "FakeGemini",
+    "FakeInteractions",
+    "InteractionTurn",
     "RecordedRequest",
     "Rejection",
     "Script",
