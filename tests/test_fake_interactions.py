@@ -143,6 +143,32 @@ async def test_dropped_stream_resumes_from_last_event_id_into_the_same_result() 
         assert (result.status, result.done, result.warnings) == ("requires_action", True, [])
 
 
+async def test_i20_stream_cut_inside_an_event_resumes_after_reconnect() -> None:
+    cut = InteractionTurn(
+        CALLS_TURN.events, CALLS_TURN.status, CALLS_TURN.usage, cut_after_bytes=900
+    )
+    async with FakeInteractions([cut]) as server, httpx.AsyncClient() as client:
+        agg = StreamAggregator(api="interactions")
+        with pytest.raises(httpx.RemoteProtocolError):
+            await post(client, server.url, FIRST, agg)
+        last = agg.snapshot().last_event_id
+        agg.reconnect()
+        async with client.stream(
+            "GET",
+            f"{server.url}/v1beta/interactions/v1_fake1",
+            params={"stream": "true", "last_event_id": last},
+            headers=HEADERS,
+        ) as r:
+            async for chunk in r.aiter_raw():
+                agg.feed(chunk)
+        result = agg.close()
+        assert result.function_calls == [
+            {"id": "fc7k2m9q", "name": "get_weather", "args": {"city": "Paris"}},
+            {"id": "q3v8t1xz", "name": "get_weather", "args": {"city": "London"}},
+        ]
+        assert (result.status, result.done, result.warnings) == ("requires_action", True, [])
+
+
 async def test_error_event_and_missing_done_are_reported() -> None:
     turns = [
         InteractionTurn(

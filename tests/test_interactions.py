@@ -279,6 +279,25 @@ def test_i14_numbers_match_a_json_parser(impl: ModuleType) -> None:
     )
 
 
+def test_i20_reconnect_drops_the_partial_event_only(impl: ModuleType) -> None:
+    first = ev("interaction.created", interaction={"id": "i1"}, event_id="e1")
+    second = ev("step.start", index=0, step={"type": "model_output"}, event_id="e2")
+    agg = impl.StreamAggregator(api="interactions")
+    agg.feed(first + second[:25])
+    agg.reconnect()
+    agg.feed(second + ev("step.delta", index=0, delta={"type": "text", "text": "hi"}))
+    result = agg.close()
+    assert (result.interaction_id, result.last_event_id, result.text) == ("i1", "e2", "hi")
+    assert result.warnings == [
+        'I17: step 0 ("model_output") never received step.stop',
+        "I3: the stream ended without the [DONE] sentinel",
+    ]
+    with pytest.raises(AggregatorClosed):
+        agg.reconnect()
+    with pytest.raises(TypeError, match="only for api='interactions'"):
+        impl.StreamAggregator().reconnect()
+
+
 # ---------------------------------------------------------------- differential
 
 TEXT = st.text(alphabet=st.sampled_from(list('ab "\\\n{}[]:,é😀\u2028')), max_size=8)
@@ -454,12 +473,17 @@ def events(draw: st.DrawFn) -> list[bytes]:
 
 
 def run(
-    module: ModuleType, pieces: list[bytes], strict: bool
+    module: ModuleType,
+    pieces: list[bytes],
+    strict: bool,
+    reconnect_before: frozenset[int] = frozenset(),
 ) -> tuple[list[Any], list[Any], dict[str, Any]]:
     agg = module.StreamAggregator(api="interactions", strict=strict)
     deltas: list[Any] = []
     errors: list[Any] = []
-    for piece in pieces:
+    for n, piece in enumerate(pieces):
+        if n in reconnect_before:
+            agg.reconnect()
         try:
             deltas += [delta_tuple(d) for d in agg.feed(piece)]
         except MalformedStreamError as e:
@@ -486,3 +510,6 @@ def test_differential_rust_and_twin_agree_under_any_split(
     w_deltas, _, w_view = run(rust, [body], strict)
     assert w_view["final"] == r_view["final"]
     assert merge_string_pieces(w_deltas) == merge_string_pieces(r_deltas)
+    # I20: reconnects anywhere behave the same in both.
+    marks = frozenset(data.draw(st.sets(st.integers(0, len(pieces)), max_size=2)))
+    assert run(rust, pieces, strict, marks) == run(reference, pieces, strict, marks)

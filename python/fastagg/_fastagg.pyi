@@ -290,6 +290,9 @@ class StreamAggregator(Generic[_Result]):
         """The current state as an ``AggregatedResponse``, without changing it."""
     def close(self) -> _Result:
         """End the stream and return the ``AggregatedResponse``; later calls return the same object."""
+    def reconnect(self) -> None:
+        """``api="interactions"``: the connection dropped and the resumed stream follows; the
+        partial event since the last complete one is discarded. ``TypeError`` otherwise."""
     @property
     def events_seen(self) -> int:
         """Payloads dispatched so far (good and bad)."""

@@ -1893,6 +1893,13 @@ class StreamAggregator:
         self._state.apply(event, index, deltas if self._deltas else None)
         return deltas
 
+    def reconnect(self) -> None:
+        """Only for ``api="interactions"`` (spec/interactions.md I20)."""
+        raise TypeError(
+            "reconnect() is only for api='interactions' "
+            "(a generateContent stream cannot be resumed)"
+        )
+
     def snapshot(self) -> AggregatedResponse:
         """The aggregate so far, open calls in place; the state is not changed."""
         if self._result is not None:

@@ -77,6 +77,18 @@ class _Framer:
         self._line += piece[:room]
         self._line_len += len(piece)
 
+    def reconnect(self) -> None:
+        """A resumed body follows (I20): drop the partial line and event."""
+        self._skip_lf = False
+        self._line.clear()
+        self._line_len = 0
+        self._first_line = True
+        self._data.clear()
+        self._data_len = 0
+        self._has_data = False
+        self._too_large = False
+        self._name = None
+
     def feed(self, data: bytes, out: list[_Frame]) -> None:
         if self._closed:
             return
@@ -861,6 +873,11 @@ class InteractionsAggregator:
         else:
             self._payload(offset, data, None, deltas, errors)
         return self._finish_call(deltas, errors)
+
+    def reconnect(self) -> None:
+        """The connection dropped and the resumed stream follows (I20)."""
+        self._check_open()
+        self._framer.reconnect()
 
     def feed_chunk(self, chunk: Any) -> list[Delta]:
         """Not supported for this API (I1)."""

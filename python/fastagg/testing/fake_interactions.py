@@ -49,7 +49,8 @@ class InteractionTurn:
     server, with the interaction id) and ``interaction.completed`` (added with
     ``status`` and ``usage``; ``status=None`` leaves it out). Faults:
     ``drop_after`` closes the connection after that many events (counting the
-    created event) without ``[DONE]``; ``send_done=False`` ends the body
+    created event) without ``[DONE]``; ``cut_after_bytes`` closes it after that
+    many body bytes (inside an event); ``send_done=False`` ends the body
     normally but without the ``[DONE]`` sentinel.
     """
 
@@ -58,6 +59,7 @@ class InteractionTurn:
     usage: dict[str, Any] | None = None
     drop_after: int | None = None
     send_done: bool = True
+    cut_after_bytes: int | None = None
 
 
 def text_step(index: int, *pieces: str) -> list[dict[str, Any]]:
@@ -198,7 +200,7 @@ class FakeInteractions:
         self.interactions[interaction_id] = _Stored(
             events, body.get("store", True) is not False, body
         )
-        return await _stream(request, events, turn.drop_after, turn.send_done)
+        return await _stream(request, events, turn)
 
     async def _resume(self, request: web.Request, interaction_id: str) -> web.StreamResponse:
         stored = self.interactions.get(interaction_id)
@@ -207,7 +209,7 @@ class FakeInteractions:
         last = request.query.get("last_event_id")
         ids = [e["event_id"] for e in stored.events]
         start = ids.index(last) + 1 if last in ids else 0
-        return await _stream(request, stored.events[start:], None, True)
+        return await _stream(request, stored.events[start:], InteractionTurn())
 
     @staticmethod
     def _events(interaction_id: str, turn: InteractionTurn) -> list[dict[str, Any]]:
@@ -225,19 +227,27 @@ class FakeInteractions:
 
 
 async def _stream(
-    request: web.Request, events: list[dict[str, Any]], drop_after: int | None, send_done: bool
+    request: web.Request, events: list[dict[str, Any]], faults: InteractionTurn
 ) -> web.StreamResponse:
+    """Writes ``events`` with the faults of ``faults`` (its events are not used)."""
     response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
+    budget = faults.cut_after_bytes
     for n, event in enumerate(events):
-        if drop_after == n:
+        if faults.drop_after == n:
             return _drop(request, response)
         data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-        await response.write(f"event: {event['event_type']}\ndata: {data}\n\n".encode())
+        frame = f"event: {event['event_type']}\ndata: {data}\n\n".encode()
+        if budget is not None and len(frame) >= budget:
+            await response.write(frame[:budget])
+            return _drop(request, response)
+        if budget is not None:
+            budget -= len(frame)
+        await response.write(frame)
         await asyncio.sleep(0)
-    if drop_after is not None and drop_after >= len(events):
+    if faults.drop_after is not None and faults.drop_after >= len(events):
         return _drop(request, response)
-    if send_done:
+    if faults.send_done:
         await response.write(b"event: done\ndata: [DONE]\n\n")
     await response.write_eof()
     return response

@@ -87,6 +87,10 @@ impl IxStream {
         self.finish_feed(py, deltas, result)
     }
 
+    pub fn reconnect(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.core.reconnect().map_err(|_| closed_error(py))
+    }
+
     pub fn feed_chunk(&self) -> PyErr {
         PyTypeError::new_err(
             "feed_chunk() is not supported with api='interactions'; feed the body bytes with \

@@ -549,6 +549,18 @@ impl StreamAggregator {
         Ok(done.into_any())
     }
 
+    /// `api="interactions"`: the connection dropped and the resumed stream
+    /// (`GET .../interactions/{id}?stream=true&last_event_id=...`) follows; the
+    /// partial event since the last complete one is discarded (I20).
+    fn reconnect(&mut self, py: Python<'_>) -> PyResult<()> {
+        match &mut self.ix {
+            Some(ix) => ix.reconnect(py),
+            None => Err(PyTypeError::new_err(
+                "reconnect() is only for api='interactions' (a generateContent stream cannot be resumed)",
+            )),
+        }
+    }
+
     /// Payloads dispatched so far (good and bad).
     #[getter]
     fn events_seen(&self) -> u64 {

@@ -98,6 +98,21 @@ impl IxFramer {
         self.line_len = self.line_len.saturating_add(piece.len() as u64);
     }
 
+    /// The connection dropped and a resumed body follows (I20): the partial
+    /// line and event are discarded (the server replays that event after
+    /// `last_event_id`); byte offsets keep counting.
+    pub fn reconnect(&mut self) {
+        self.split = LineSplitter::default();
+        self.line.clear();
+        self.line_len = 0;
+        self.first_line = true;
+        self.data.clear();
+        self.data_len = 0;
+        self.has_data = false;
+        self.too_large = false;
+        self.name = None;
+    }
+
     /// Processes one chunk; frames go to `sink` in order.
     pub fn feed(&mut self, data: &[u8], sink: &mut dyn FnMut(IxFrame)) {
         if self.closed {

@@ -209,6 +209,15 @@ impl IxAggregator {
         Ok(errors)
     }
 
+    /// A dropped connection will be followed by the resumed stream (I20).
+    pub fn reconnect(&mut self) -> Result<(), Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        self.framer.reconnect();
+        Ok(())
+    }
+
     /// Feeds one complete data payload (I18 `feed_event`).
     pub fn feed_event(
         &mut self,

@@ -260,6 +260,24 @@ fn i4_strict_errors_keep_good_events_and_close_reports_truncation() {
     assert!(agg.feed(b"x", &mut deltas).is_err());
 }
 
+#[test]
+fn i20_reconnect_discards_the_partial_event_and_resumes() {
+    let body = PARALLEL.as_bytes();
+    let (_, whole) = run(&[body]);
+    // Cut inside the event that follows the `e7` event, then replay from there.
+    let replay_from = PARALLEL
+        .find("event: step.delta\ndata: {\"index\":1,\"delta\":{\"arguments\":\"ris")
+        .unwrap_or(0);
+    let mut agg = IxAggregator::new(Options::default());
+    let mut deltas = Vec::new();
+    let _ = agg.feed(&body[..replay_from + 30], &mut deltas);
+    assert_eq!(agg.snapshot().last_event_id.as_deref(), Some("e7"));
+    assert_eq!(agg.reconnect(), Ok(()));
+    let _ = agg.feed(&body[replay_from..], &mut deltas);
+    assert_eq!(*agg.close(), whole);
+    assert_eq!(agg.reconnect(), Err(Closed));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
