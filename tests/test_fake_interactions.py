@@ -12,6 +12,8 @@ import httpx
 import pytest
 
 from fastagg import StreamAggregator
+from fastagg.errors import ProviderError
+from fastagg.interactions_client import InteractionsClient
 from fastagg.testing.fake_interactions import (
     FakeInteractions,
     InteractionTurn,
@@ -203,3 +205,57 @@ async def test_requests_are_checked_like_the_service() -> None:
             "code": "failed_precondition",
             "message": "script exhausted at request 1",
         }
+
+
+async def test_i21_client_runs_calls_then_follow_up_and_resumes_drops() -> None:
+    dropped = InteractionTurn(CALLS_TURN.events, CALLS_TURN.status, CALLS_TURN.usage, drop_after=7)
+    cut = InteractionTurn(ANSWER_TURN.events, usage=ANSWER_TURN.usage, cut_after_bytes=300)
+    async with FakeInteractions([dropped, cut]) as server:
+        async with InteractionsClient(
+            "gemini-3.8-flash", api_key="k", base_url=server.url
+        ) as model:
+            assert model.interactions_url == f"{server.url}/v1beta/interactions"
+            seen: list[Any] = []
+            first = await model.run({"input": FIRST["input"]}, on_delta=seen.append)
+            assert first.function_calls == [
+                {"id": "fc7k2m9q", "name": "get_weather", "args": {"city": "Paris"}},
+                {"id": "q3v8t1xz", "name": "get_weather", "args": {"city": "London"}},
+            ]
+            assert (first.status, first.warnings) == ("requires_action", [])
+            results = [
+                {"type": "function_result", "call_id": c["id"], "result": "ok"}
+                for c in first.function_calls
+            ]
+            follow = {"previous_interaction_id": first.interaction_id, "input": results}
+            second = await model.run(follow)
+            assert (second.status, second.text) == (
+                "completed",
+                "Paris: 18 C, clear. London: 12 C, rain.",
+            )
+    methods = [(m, p, q.get("last_event_id")) for m, p, q, _ in server.records]
+    assert methods == [
+        ("POST", "/v1beta/interactions", None),
+        ("GET", "/v1beta/interactions/v1_fake1", "v1_fake1-e6"),
+        ("POST", "/v1beta/interactions", None),
+        ("GET", "/v1beta/interactions/v1_fake2", "v1_fake2-e1"),
+    ]
+    assert server.records[0][3] == {
+        "model": "gemini-3.8-flash",
+        "input": FIRST["input"],
+        "stream": True,
+    }
+    assert sum(type(d).__name__ == "CallEnd" for d in seen) == 2
+
+
+async def test_i21_unstored_or_uncreated_interactions_are_not_resumed() -> None:
+    dropped = InteractionTurn(CALLS_TURN.events, drop_after=3)
+    early = InteractionTurn(CALLS_TURN.events, drop_after=0)
+    async with FakeInteractions([dropped, early]) as server:
+        async with InteractionsClient("m", api_key="k", base_url=server.url) as model:
+            with pytest.raises(ProviderError) as unstored:
+                await model.run({"input": "x", "store": False})
+            assert unstored.value.kind == "connection"
+            with pytest.raises(ProviderError) as uncreated:
+                await model.run({"input": "x"})
+            assert uncreated.value.kind == "connection"
+    assert [m for m, *_ in server.records] == ["POST", "POST"]
