@@ -513,3 +513,32 @@ def test_differential_rust_and_twin_agree_under_any_split(
     # I20: reconnects anywhere behave the same in both.
     marks = frozenset(data.draw(st.sets(st.integers(0, len(pieces)), max_size=2)))
     assert run(rust, pieces, strict, marks) == run(reference, pieces, strict, marks)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=12),
+            st.sampled_from(
+                [
+                    b"data: ",
+                    b"event: step.delta\n",
+                    b"\r",
+                    b"\n",
+                    b"\xef\xbb\xbf",
+                    b"[DONE]",
+                    b"{",
+                    b'"',
+                ],
+            ),
+            st.sampled_from(CASES).map(lambda c: c["body"].encode()[:200]),
+        ),
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_differential_arbitrary_bytes_never_crash_and_agree(
+    pieces: list[bytes], strict: bool
+) -> None:
+    assert run(rust, pieces, strict) == run(reference, pieces, strict)

@@ -46,6 +46,19 @@ fn run(chunks: &[&[u8]]) -> (Vec<Delta>, IxResponse) {
     (deltas, result)
 }
 
+fn run_lenient(chunks: &[&[u8]]) -> (Vec<Delta>, IxResponse) {
+    let mut agg = IxAggregator::new(Options {
+        strict: false,
+        ..Options::default()
+    });
+    let mut deltas = Vec::new();
+    for c in chunks {
+        let _ = agg.feed(c, &mut deltas);
+    }
+    let result = (*agg.close()).clone();
+    (deltas, result)
+}
+
 fn args_of(fragments: &[&str]) -> (Vec<ArgPiece>, Result<Value, String>) {
     let mut p = ArgParser::new();
     let mut out = Vec::new();
@@ -298,6 +311,21 @@ proptest! {
         let (_, whole) = run(&[body]);
         let (_, split) = run(&chunks);
         prop_assert_eq!(whole, split);
+    }
+
+    /// I4: arbitrary bytes and argument text never panic; the result is
+    /// the same in one piece as split.
+    #[test]
+    fn arbitrary_input_never_panics(body in proptest::collection::vec(any::<u8>(), 0..400), cut in 0usize..400, text in ".{0,40}") {
+        let cut = cut.min(body.len());
+        let (_, whole) = run_lenient(&[&body]);
+        let (_, split) = run_lenient(&[&body[..cut], &body[cut..]]);
+        prop_assert_eq!(whole, split);
+        let mut p = ArgParser::new();
+        let mut out = Vec::new();
+        p.feed(&text, true, &mut out);
+        let _ = p.partial();
+        let _ = p.finish();
     }
 
     /// I14/I15: arguments split anywhere parse to the same value, and the
