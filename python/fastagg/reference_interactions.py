@@ -275,11 +275,13 @@ class _ArgParser:
         self.chars = 0
         self.error: str | None = None
         self.long_path_warned = False
+        self.live = True  # live pieces are wanted (the aggregator's ``deltas`` option)
 
     # --- feeding ---
 
     def feed(self, fragment: str, live: bool, out: list[tuple[str, Any]]) -> bool:
         self.raw.append(fragment)
+        self.live = live
         long_path = [False]
         if self.lex == "failed":
             return False
@@ -352,7 +354,7 @@ class _ArgParser:
 
     def _emit(self, value: Any, out: list[tuple[str, Any]], long_path: list[bool]) -> None:
         top = self.stack[-1] if self.stack else None
-        if top is None:
+        if top is None or not self.live:
             return
         if top[0] == "obj":
             if top[2] is None:

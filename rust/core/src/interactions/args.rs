@@ -115,6 +115,8 @@ pub struct ArgParser {
     pub error: Option<String>,
     /// The I15 long-path warning was given.
     pub long_path_warned: bool,
+    /// Live pieces are wanted (the aggregator's `deltas` option).
+    live: bool,
 }
 
 impl Default for ArgParser {
@@ -168,6 +170,7 @@ impl ArgParser {
             chars: 0,
             error: None,
             long_path_warned: false,
+            live: true,
         }
     }
 
@@ -175,6 +178,7 @@ impl ArgParser {
     /// `long_path` is set when a value was withheld for its path length.
     pub fn feed(&mut self, fragment: &str, live: bool, out: &mut Vec<ArgPiece>) -> bool {
         self.raw.push_str(fragment);
+        self.live = live;
         let mut long_path = false;
         if self.lex == Lex::Failed {
             return false;
@@ -288,6 +292,9 @@ impl ArgParser {
     }
 
     fn emit(&mut self, value: Value, out: &mut Vec<ArgPiece>, long_path: &mut bool) {
+        if !self.live {
+            return;
+        }
         // Check the length before building the path, so a long key or a
         // deep path costs nothing per value (I15).
         let extra = match self.stack.last() {
