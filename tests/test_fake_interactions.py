@@ -259,3 +259,25 @@ async def test_i21_unstored_or_uncreated_interactions_are_not_resumed() -> None:
                 await model.run({"input": "x"})
             assert uncreated.value.kind == "connection"
     assert [m for m, *_ in server.records] == ["POST", "POST"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "url"),
+    [
+        ({"api_key": "k"}, "https://generativelanguage.googleapis.com/v1beta/interactions"),
+        (
+            {"api_key": "k", "vertex": True},
+            "https://aiplatform.googleapis.com/v1beta1/interactions",
+        ),
+        (
+            {"vertex": True, "project": "p", "credentials": object()},
+            "https://aiplatform.googleapis.com/v1beta1/projects/p/locations/global/interactions",
+        ),
+        (
+            {"vertex": True, "project": "p", "location": "us-central1", "credentials": object()},
+            "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/p/locations/us-central1/interactions",
+        ),
+    ],
+)
+def test_i21_interactions_url_per_backend(kwargs: dict[str, Any], url: str) -> None:
+    assert InteractionsClient("gemini-3.8-flash", **kwargs).interactions_url == url
