@@ -183,6 +183,18 @@ def test_i4_unterminated_final_event_is_used_when_whole(impl: ModuleType) -> Non
     assert result.warnings[0].startswith("I4: event 0 at byte 0 is not valid JSON")
 
 
+def test_i18_repr_is_the_same_in_both(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator(api="interactions")
+    agg.feed(CASES[0]["body"].encode())
+    assert repr(agg.close()) == (
+        "InteractionResponse(id='v1_ChdXb1k', status='completed', steps=2, "
+        "text='The GCD of 1071 and 462 is **21**.')"
+    )
+    assert repr(impl.StreamAggregator(api="interactions").close()) == (
+        "InteractionResponse(id=None, status=None, steps=0, text='')"
+    )
+
+
 def test_i18_close_is_idempotent_and_feed_after_close_raises(impl: ModuleType) -> None:
     agg = impl.StreamAggregator(api="interactions")
     agg.feed(CASES[0]["body"].encode())

@@ -734,6 +734,13 @@ class InteractionResponse:
         except KeyError:
             raise AttributeError(name) from None
 
+    def __repr__(self) -> str:
+        f = self._fields
+        return (
+            f"InteractionResponse(id={f['interaction_id']!r}, status={f['status']!r}, "
+            f"steps={len(f['steps'])}, text={f['text'][:60]!r})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """``{"id"?, "status"?, "steps", "usage"?, "error"?}`` (fresh objects)."""
         out: dict[str, Any] = {}
