@@ -4,7 +4,7 @@ Rules: ``spec/contract/aggregation.md``, ``spec/aggregation.md``; API: ``spec/co
 """
 
 from collections.abc import Mapping
-from typing import Any, TypeAlias, final
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, final, overload
 
 from google.genai.types import GenerateContentResponse
 from typing_extensions import Self
@@ -16,6 +16,7 @@ __all__ = [
     "CallStart",
     "Candidate",
     "Finish",
+    "InteractionResponse",
     "SseDecoder",
     "SseEvent",
     "StreamAggregator",
@@ -185,7 +186,69 @@ class AggregatedResponse:
         ``fastagg[genai]`` extra); what the SDK cannot hold is reported by a warning (G1)."""
 
 @final
-class StreamAggregator:
+class InteractionResponse:
+    """The aggregated interaction of ``StreamAggregator(api="interactions")`` (read-only).
+
+    Rules: ``spec/interactions.md`` (I18).
+    """
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """The model's steps in index order, ready to resend in stateless mode."""
+    @property
+    def function_calls(self) -> list[dict[str, Any]]:
+        """``[{"id", "name", "args"}]`` of the ``function_call`` steps, index order."""
+    @property
+    def interaction_id(self) -> str | None:
+        """The interaction id (from ``interaction.created``), or None."""
+    @property
+    def status(self) -> str | None:
+        """The latest status (``completed``, ``requires_action``, ...), or None."""
+    @property
+    def last_event_id(self) -> str | None:
+        """The latest ``event_id``, to resume the stream from; or None."""
+    @property
+    def continuation_token(self) -> str | None:
+        """The latest ``continuation_token`` (long decode), or None."""
+    @property
+    def interaction(self) -> dict[str, Any]:
+        """The ``interaction`` objects of created/completed, merged key by key."""
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The latest usage object (never summed), or None."""
+    @property
+    def error(self) -> Any:
+        """The in-stream error object, verbatim, or None."""
+    @property
+    def complete(self) -> bool:
+        """``interaction.completed`` arrived and no error was recorded."""
+    @property
+    def done(self) -> bool:
+        """The ``[DONE]`` sentinel arrived."""
+    @property
+    def truncated(self) -> bool:
+        """An incomplete final event was dropped."""
+    @property
+    def warnings(self) -> list[str]:
+        """Non-fatal anomalies, in order (texts: spec/interactions.md)."""
+    @property
+    def unfinished_calls(self) -> list[int]:
+        """Step indexes of calls the model did not finish or whose arguments did not parse."""
+    @property
+    def text(self) -> str:
+        """Text of the ``model_output`` steps."""
+    @property
+    def thought_text(self) -> str:
+        """Thought-summary text of the ``thought`` steps."""
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id"?, "status"?, "steps", "usage"?, "error"?}`` (fresh objects)."""
+    def to_json(self) -> bytes:
+        """``to_dict()`` as compact UTF-8 JSON."""
+
+_Result = TypeVar("_Result", AggregatedResponse, InteractionResponse)
+
+@final
+class StreamAggregator(Generic[_Result]):
     """Aggregates the raw body of a Gemini ``streamGenerateContent`` response.
 
     Feed the body bytes in any split with ``feed()``, then ``close()`` for the
@@ -197,14 +260,26 @@ class StreamAggregator:
     class; the rules: ``spec/contract/aggregation.md`` and ``spec/aggregation.md``.
     """
 
+    @overload
     def __new__(
         cls,
         *,
+        api: Literal["generate_content"] = "generate_content",
         deltas: bool = True,
         strict: bool = True,
         max_event_bytes: int = ...,
         max_array_index: int = 10_000,
-    ) -> Self: ...
+    ) -> StreamAggregator[AggregatedResponse]: ...
+    @overload
+    def __new__(
+        cls,
+        *,
+        api: Literal["interactions"],
+        deltas: bool = True,
+        strict: bool = True,
+        max_event_bytes: int = ...,
+        max_array_index: int = 10_000,
+    ) -> StreamAggregator[InteractionResponse]: ...
     def feed(self, data: bytes | bytearray | memoryview) -> list[_Delta]:
         """Feed raw body bytes (any split); returns the deltas of the events they completed
         (``[]`` with ``deltas=False``). Raises ``MalformedStreamError`` (strict mode; the good
@@ -216,10 +291,13 @@ class StreamAggregator:
     def finish(self) -> list[_Delta]:
         """End the stream and return the deltas of its end (D5): an event completed only by
         the end of input, calls flushed unfinished. Then ``close()`` returns the result."""
-    def snapshot(self) -> AggregatedResponse:
+    def snapshot(self) -> _Result:
         """The current state as an ``AggregatedResponse``, without changing it."""
-    def close(self) -> AggregatedResponse:
+    def close(self) -> _Result:
         """End the stream and return the ``AggregatedResponse``; later calls return the same object."""
+    def reconnect(self) -> None:
+        """``api="interactions"``: the connection dropped and the resumed stream follows; the
+        partial event since the last complete one is discarded. ``TypeError`` otherwise."""
     @property
     def events_seen(self) -> int:
         """Payloads dispatched so far (good and bad)."""

@@ -75,7 +75,9 @@ class StreamInterrupted(FastaggError):
         self.partial = result.to_genai() if result.candidates else None
 
 
-def _interrupted(agg: StreamAggregator, exc: BaseException) -> StreamInterrupted:
+def _interrupted(
+    agg: StreamAggregator[AggregatedResponse], exc: BaseException
+) -> StreamInterrupted:
     result = agg.close()
     return StreamInterrupted(
         f"the google-genai stream failed after {agg.events_seen} chunk(s): "

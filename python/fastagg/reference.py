@@ -1895,11 +1895,22 @@ class StreamAggregator:
     ``feed_event()``, or one parsed chunk with ``feed_chunk()``; each returns
     the deltas it produced (empty with ``deltas=False``). ``snapshot()``
     renders the aggregate so far, ``close()`` finishes the stream.
+    ``api="interactions"`` returns the Interactions twin instead
+    (``fastagg.reference_interactions``, spec/interactions.md I1).
     """
+
+    def __new__(cls, *, api: str = "generate_content", **options: Any) -> Any:
+        """The classic aggregator, or the Interactions twin for ``api="interactions"``."""
+        if api == "generate_content":
+            return super().__new__(cls)
+        from .reference_interactions import InteractionsAggregator  # it imports this module
+
+        return InteractionsAggregator(api=api, **options)
 
     def __init__(
         self,
         *,
+        api: str = "generate_content",
         deltas: bool = True,
         strict: bool = True,
         max_event_bytes: int = 64 * 1024 * 1024,
@@ -1973,6 +1984,13 @@ class StreamAggregator:
         self._events_seen += 1
         self._state.apply(event, index, deltas if self._deltas else None)
         return deltas
+
+    def reconnect(self) -> None:
+        """Only for ``api="interactions"`` (spec/interactions.md I20)."""
+        raise TypeError(
+            "reconnect() is only for api='interactions' "
+            "(a generateContent stream cannot be resumed)"
+        )
 
     def snapshot(self) -> AggregatedResponse:
         """The aggregate so far, open calls in place; the state is not changed."""

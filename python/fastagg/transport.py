@@ -73,7 +73,11 @@ class Response(Protocol):
 
 @runtime_checkable
 class Transport(Protocol):
-    """What ``GeminiClient`` needs from an HTTP stack (H3)."""
+    """What ``GeminiClient`` needs from an HTTP stack (H3).
+
+    Resuming a stored Interactions stream (``InteractionsClient``, I21) also needs
+    ``async get(url, headers, timeout) -> Response``, which both built-in transports have.
+    """
 
     async def post(
         self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
@@ -210,12 +214,29 @@ class AiohttpTransport:
         self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
     ) -> AiohttpResponse:
         """POST ``body`` to ``url`` (see :meth:`Transport.post`)."""
+        return await self._send("POST", url, body, headers, timeout)
+
+    async def get(
+        self, url: str, headers: Mapping[str, str], timeout: float | None
+    ) -> AiohttpResponse:
+        """GET ``url`` (see :meth:`Transport.get`)."""
+        return await self._send("GET", url, None, headers, timeout)
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        timeout: float | None,
+    ) -> AiohttpResponse:
         session = self._session if self._session is not None else self._open_session()
         own = session.timeout if isinstance(session.timeout, aiohttp.ClientTimeout) else None
         client_timeout = _bounded_aiohttp(own or self._default_timeout, timeout)
         proxy, proxy_auth = self._proxy(url) if self._env_proxies else (None, None)
         try:
-            response = await session.post(
+            response = await session.request(
+                method,
                 url,
                 data=body,
                 headers=headers,
@@ -356,9 +377,25 @@ class HttpxTransport:
         self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
     ) -> HttpxResponse:
         """POST ``body`` to ``url`` (see :meth:`Transport.post`)."""
+        return await self._send("POST", url, body, headers, timeout)
+
+    async def get(
+        self, url: str, headers: Mapping[str, str], timeout: float | None
+    ) -> HttpxResponse:
+        """GET ``url`` (see :meth:`Transport.get`)."""
+        return await self._send("GET", url, None, headers, timeout)
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        timeout: float | None,
+    ) -> HttpxResponse:
         http_timeout = _bounded_httpx(self.client.timeout, timeout)
         request = self.client.build_request(
-            "POST", url, content=body, headers=headers, timeout=http_timeout
+            method, url, content=body, headers=headers, timeout=http_timeout
         )
         try:
             response = await self.client.send(request, stream=True)

@@ -21,7 +21,7 @@ import inspect
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from .._fastagg import CallEnd, CallStart, StreamAggregator
+from .._fastagg import AggregatedResponse, CallEnd, CallStart, StreamAggregator
 from .._genai_convert import require_genai
 
 types = require_genai("fastagg.integrations.pydantic_ai")
@@ -133,7 +133,7 @@ async def whole_calls(
 
 
 def _parts(
-    agg: StreamAggregator, closed: list[CallEnd], emitted: set[tuple[int, int]]
+    agg: StreamAggregator[AggregatedResponse], closed: list[CallEnd], emitted: set[tuple[int, int]]
 ) -> list[tuple[int, int, dict[str, Any]]]:
     if not closed:
         return []

@@ -33,6 +33,7 @@ from .chunks import (
     usage,
 )
 from .fake import FakeGemini, RecordedRequest, Script, Step, load_script
+from .fake_interactions import FakeInteractions, InteractionTurn
 from .scenarios import (
     DEMO_PROMPT,
     RUNAWAY_PROMPT,
@@ -55,6 +56,8 @@ __all__ = [
     "STREAMED_ANSWER",
     "STREAMED_CALLS",
     "FakeGemini",
+    "FakeInteractions",
+    "InteractionTurn",
     "RecordedRequest",
     "Rejection",
     "Script",

@@ -130,7 +130,7 @@ pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
 }
 
 /// The deepest nesting of arrays and objects outside strings.
-fn nesting_depth(bytes: &[u8]) -> usize {
+pub(crate) fn nesting_depth(bytes: &[u8]) -> usize {
     let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     for &b in bytes {
         if in_string {

@@ -8,5 +8,6 @@
 pub mod aggregate;
 pub mod error;
 pub mod event;
+pub mod interactions;
 pub mod json_path;
 pub mod sse;

@@ -88,7 +88,7 @@ fn is_ignorable(payload: &[u8]) -> bool {
 /// WHATWG line splitter state. It owns no buffer: callers assemble lines that
 /// span chunks in whatever way suits them.
 #[derive(Debug, Default, Clone)]
-struct LineSplitter {
+pub(crate) struct LineSplitter {
     /// The previous chunk ended with CR: an LF at the start of the next chunk
     /// belongs to that line end.
     skip_lf: bool,
@@ -100,7 +100,7 @@ impl LineSplitter {
     /// consumed); otherwise the piece runs to the end of the chunk and the
     /// line continues in the next chunk. Returns `None` when `data` is used up.
     #[inline]
-    fn next(&mut self, data: &[u8], i: &mut usize) -> Option<(usize, usize, bool)> {
+    pub(crate) fn next(&mut self, data: &[u8], i: &mut usize) -> Option<(usize, usize, bool)> {
         if self.skip_lf && *i < data.len() {
             self.skip_lf = false;
             if data.get(*i) == Some(&b'\n') {

@@ -17,6 +17,8 @@ use pyo3::types::{
 use pyo3::{intern, IntoPyObjectExt};
 use serde_json::{Map, Number, Value};
 
+mod interactions;
+
 // Events allocate many small maps and strings (parts, args, keys); mimalloc
 // serves them several times faster than the system allocator (measured on
 // the tool_parallel stream). Only Rust-side allocations use it.
@@ -406,6 +408,9 @@ fn deltas_to_py(py: Python<'_>, deltas: Vec<Delta>) -> PyResult<Bound<'_, PyList
 ///
 /// Options (keyword-only):
 ///
+/// - `api="generate_content"`: the body's format; `"interactions"` reads a
+///   streamed Interactions API body and `close()` returns an
+///   `InteractionResponse` (spec/interactions.md).
 /// - `deltas=True`: return deltas from `feed()`; `False` returns `[]` and
 ///   skips building them (the fastest path when only the result is needed).
 /// - `strict=True`: a malformed event (bad JSON, not an object, bad UTF-8,
@@ -438,6 +443,8 @@ pub struct StreamAggregator {
     closed: Option<Py<AggregatedResponse>>,
     /// The thread that fed it first; only it may feed (D8).
     feeder: Option<std::thread::ThreadId>,
+    /// `api="interactions"`: every method goes there (interactions.md I1).
+    ix: Option<interactions::IxStream>,
 }
 
 impl StreamAggregator {
@@ -478,10 +485,12 @@ impl StreamAggregator {
 impl StreamAggregator {
     #[new]
     #[pyo3(
-        signature = (*, deltas = true, strict = true, max_event_bytes = None, max_array_index = None),
-        text_signature = "(*, deltas=True, strict=True, max_event_bytes=67108864, max_array_index=10000)"
+        signature = (*, api = "generate_content", deltas = true, strict = true, max_event_bytes = None, max_array_index = None),
+        text_signature = "(*, api='generate_content', deltas=True, strict=True, max_event_bytes=67108864, max_array_index=10000)"
     )]
     fn new(
+        py: Python<'_>,
+        api: &str,
         deltas: bool,
         strict: bool,
         max_event_bytes: Option<&Bound<'_, PyAny>>,
@@ -509,6 +518,7 @@ impl StreamAggregator {
             deltas,
             closed: None,
             feeder: None,
+            ix: interactions::for_api(py, api, opts)?,
         })
     }
 
@@ -522,6 +532,9 @@ impl StreamAggregator {
         data: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_feeder()?;
+        if let Some(ix) = &mut self.ix {
+            return ix.feed(py, data);
+        }
         let mut deltas = Vec::new();
         let result = with_bytes(data, |bytes| {
             deep_safe(|| self.core.feed(bytes, &mut deltas))
@@ -536,6 +549,9 @@ impl StreamAggregator {
         payload: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_feeder()?;
+        if let Some(ix) = &mut self.ix {
+            return ix.feed_event(py, payload);
+        }
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
             match s.to_str() {
@@ -562,6 +578,9 @@ impl StreamAggregator {
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
+        if let Some(ix) = &self.ix {
+            return Err(ix.feed_chunk());
+        }
         if self.core.is_closed() {
             return Err(closed_error(py));
         }
@@ -579,10 +598,17 @@ impl StreamAggregator {
 
     /// The current state as an `AggregatedResponse`, without changing it
     /// (after `close()`: the closed result).
-    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(ix) = &self.ix {
+            return ix.snapshot(py);
+        }
         match &self.closed {
-            Some(done) => Ok(done.clone_ref(py)),
-            None => AggregatedResponse::create(py, Arc::new(deep_safe(|| self.core.snapshot()))),
+            Some(done) => Ok(done.clone_ref(py).into_any()),
+            None => Ok(AggregatedResponse::create(
+                py,
+                Arc::new(deep_safe(|| self.core.snapshot())),
+            )?
+            .into_any()),
         }
     }
 
@@ -590,6 +616,11 @@ impl StreamAggregator {
     /// without a trailing blank line, the calls closed at the end (D5).
     /// `close()` then returns the result; `feed*` raises `AggregatorClosed`.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        if self.ix.is_some() {
+            return Err(PyTypeError::new_err(
+                "finish() is only for api='generate_content'; an Interactions stream ends with its [DONE] event: call close()",
+            ));
+        }
         let mut deltas = Vec::new();
         deep_safe(|| self.core.finish(&mut deltas));
         self.finish_feed(py, deltas, Ok(Vec::new()))
@@ -597,24 +628,45 @@ impl StreamAggregator {
 
     /// End the stream and return the `AggregatedResponse`; later calls return
     /// the same object.
-    fn close(&mut self, py: Python<'_>) -> PyResult<Py<AggregatedResponse>> {
+    fn close(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(ix) = &mut self.ix {
+            return ix.close(py);
+        }
         if let Some(done) = &self.closed {
-            return Ok(done.clone_ref(py));
+            return Ok(done.clone_ref(py).into_any());
         }
         let done = AggregatedResponse::create(py, deep_safe(|| self.core.close()))?;
         self.closed = Some(done.clone_ref(py));
-        Ok(done)
+        Ok(done.into_any())
+    }
+
+    /// `api="interactions"`: the connection dropped and the resumed stream
+    /// (`GET .../interactions/{id}?stream=true&last_event_id=...`) follows; the
+    /// partial event since the last complete one is discarded (I20).
+    fn reconnect(&mut self, py: Python<'_>) -> PyResult<()> {
+        match &mut self.ix {
+            Some(ix) => ix.reconnect(py),
+            None => Err(PyTypeError::new_err(
+                "reconnect() is only for api='interactions' (a generateContent stream cannot be resumed)",
+            )),
+        }
     }
 
     /// Payloads dispatched so far (good and bad).
     #[getter]
     fn events_seen(&self) -> u64 {
+        if let Some(ix) = &self.ix {
+            return ix.events_seen();
+        }
         self.core.events_seen()
     }
 
     /// Bytes fed so far.
     #[getter]
     fn bytes_seen(&self) -> u64 {
+        if let Some(ix) = &self.ix {
+            return ix.bytes_seen();
+        }
         self.core.bytes_seen()
     }
 }
@@ -1002,5 +1054,6 @@ fn _fastagg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamError>()?;
     m.add_class::<SseDecoder>()?;
     m.add_class::<SseEvent>()?;
+    m.add_class::<interactions::InteractionResponse>()?;
     Ok(())
 }

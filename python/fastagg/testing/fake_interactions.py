@@ -1,0 +1,258 @@
+"""``FakeInteractions``: a loopback HTTP server that speaks the streamed Interactions API.
+
+It serves ``POST /{version}/interactions`` (``"stream": true``) from a script of
+:class:`InteractionTurn` objects, one per create request, and
+``GET /{version}/interactions/{id}?stream=true&last_event_id=...`` (resume) from
+the events it sent for that interaction. Stored interactions
+(``store`` not false) can be continued with ``previous_interaction_id``; an
+unknown or unstored one is a 404, as on the service. The framing is the
+service's: ``event: <type>`` + ``data: <one-line JSON>`` + a blank line, every
+payload carrying ``event_type`` and an ``event_id``, ``event: done`` /
+``data: [DONE]`` at the end (spec/interactions.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from .fake import _drop, _has_credentials
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "FakeInteractions",
+    "InteractionTurn",
+    "arguments_step",
+    "error_event",
+    "text_step",
+    "thought_step",
+]
+
+_CREATE = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/interactions$")
+_GET = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/interactions/(?P<id>[^/:]+)$")
+
+
+@dataclass
+class InteractionTurn:
+    """What the server answers to one create request.
+
+    ``events`` are the payloads between ``interaction.created`` (added by the
+    server, with the interaction id) and ``interaction.completed`` (added with
+    ``status`` and ``usage``; ``status=None`` leaves it out). Faults:
+    ``drop_after`` closes the connection after that many events (counting the
+    created event) without ``[DONE]``; ``cut_after_bytes`` closes it after that
+    many body bytes (inside an event); ``send_done=False`` ends the body
+    normally but without the ``[DONE]`` sentinel.
+    """
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    status: str | None = "completed"
+    usage: dict[str, Any] | None = None
+    drop_after: int | None = None
+    send_done: bool = True
+    cut_after_bytes: int | None = None
+
+
+def text_step(index: int, *pieces: str) -> list[dict[str, Any]]:
+    """A ``model_output`` step streamed as ``text`` deltas."""
+    return [
+        {"event_type": "step.start", "index": index, "step": {"type": "model_output"}},
+        *(
+            {"event_type": "step.delta", "index": index, "delta": {"type": "text", "text": p}}
+            for p in pieces
+        ),
+        {"event_type": "step.stop", "index": index},
+    ]
+
+
+def thought_step(index: int, signature: str, summary: str | None = None) -> list[dict[str, Any]]:
+    """A ``thought`` step: an optional summary, then its ``thought_signature`` delta."""
+    deltas = []
+    if summary is not None:
+        content = {"type": "text", "text": summary}
+        deltas.append({"type": "thought_summary", "content": content})
+    deltas.append({"type": "thought_signature", "signature": signature})
+    return [
+        {"event_type": "step.start", "index": index, "step": {"type": "thought"}},
+        *({"event_type": "step.delta", "index": index, "delta": d} for d in deltas),
+        {"event_type": "step.stop", "index": index},
+    ]
+
+
+def arguments_step(index: int, call_id: str, name: str, *fragments: str) -> list[dict[str, Any]]:
+    """A ``function_call`` step whose argument text streams as ``arguments_delta`` fragments."""
+    start = {"type": "function_call", "id": call_id, "name": name, "arguments": {}}
+    return [
+        {"event_type": "step.start", "index": index, "step": start},
+        *(
+            {
+                "event_type": "step.delta",
+                "index": index,
+                "delta": {"type": "arguments_delta", "arguments": f},
+            }
+            for f in fragments
+        ),
+        {"event_type": "step.stop", "index": index},
+    ]
+
+
+def error_event(code: str, message: str) -> dict[str, Any]:
+    """An in-stream ``error`` event (its ``code`` is a string, as on the service)."""
+    return {"event_type": "error", "error": {"code": code, "message": message}}
+
+
+@dataclass
+class _Stored:
+    events: list[dict[str, Any]]
+    store: bool
+    request: dict[str, Any]
+
+
+class FakeInteractions:
+    """A fake Interactions API endpoint on loopback; an async context manager.
+
+    Attributes: ``url`` (base URL), ``records`` (``(method, path, query, body)``
+    per request), ``interactions`` (id -> the events sent and the request).
+    A script that runs out answers 400 naming the request number.
+    """
+
+    def __init__(self, script: Sequence[InteractionTurn], *, host: str = "127.0.0.1") -> None:
+        self._script = list(script)
+        self.host = host
+        self.port = 0
+        self.records: list[tuple[str, str, dict[str, str], Any]] = []
+        self.interactions: dict[str, _Stored] = {}
+        self._served = 0
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server, e.g. ``http://127.0.0.1:40123``."""
+        if self._runner is None:
+            raise RuntimeError("FakeInteractions is not running: use 'async with'")
+        return f"http://{self.host}:{self.port}"
+
+    async def __aenter__(self) -> Self:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((self.host, 0))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(runner, sock).start()
+        self._runner = runner
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.records.append((request.method, request.path, dict(request.query), body))
+        if not _has_credentials(request):
+            return _error(401, "unauthenticated", "An API key or bearer token is required.")
+        create = _CREATE.match(request.path)
+        if create and request.method == "POST":
+            return await self._create(request, body)
+        get = _GET.match(request.path)
+        if get and request.method == "GET":
+            return await self._resume(request, get.group("id"))
+        return _error(404, "not_found", f"No route for {request.method} {request.path}.")
+
+    async def _create(self, request: web.Request, body: Any) -> web.StreamResponse:
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            return _error(400, "invalid_request", "'model' is required.")
+        if body.get("stream") is not True:
+            return _error(
+                400, "invalid_request", "FakeInteractions only streams: send stream=true."
+            )
+        previous = body.get("previous_interaction_id")
+        if previous is not None and (
+            previous not in self.interactions or not self.interactions[previous].store
+        ):
+            return _error(404, "not_found", f"Interaction {previous!r} was not found.")
+        if "input" not in body and "continuation_token" not in body:
+            return _error(400, "invalid_request", "'input' is required.")
+        if self._served >= len(self._script):
+            return _error(
+                400, "failed_precondition", f"script exhausted at request {self._served + 1}"
+            )
+        turn = self._script[self._served]
+        self._served += 1
+        interaction_id = f"v1_fake{self._served}"
+        events = self._events(interaction_id, turn)
+        self.interactions[interaction_id] = _Stored(
+            events, body.get("store", True) is not False, body
+        )
+        return await _stream(request, events, turn)
+
+    async def _resume(self, request: web.Request, interaction_id: str) -> web.StreamResponse:
+        stored = self.interactions.get(interaction_id)
+        if stored is None or not stored.store:
+            return _error(404, "not_found", f"Interaction {interaction_id!r} was not found.")
+        last = request.query.get("last_event_id")
+        ids = [e["event_id"] for e in stored.events]
+        start = ids.index(last) + 1 if last in ids else 0
+        return await _stream(request, stored.events[start:], InteractionTurn())
+
+    @staticmethod
+    def _events(interaction_id: str, turn: InteractionTurn) -> list[dict[str, Any]]:
+        created = {
+            "event_type": "interaction.created",
+            "interaction": {"id": interaction_id, "status": "in_progress", "object": "interaction"},
+        }
+        events = [created, *turn.events]
+        if turn.status is not None:
+            done: dict[str, Any] = {"id": interaction_id, "status": turn.status}
+            if turn.usage is not None:
+                done["usage"] = turn.usage
+            events.append({"event_type": "interaction.completed", "interaction": done})
+        return [{**e, "event_id": f"{interaction_id}-e{n}"} for n, e in enumerate(events)]
+
+
+async def _stream(
+    request: web.Request, events: list[dict[str, Any]], faults: InteractionTurn
+) -> web.StreamResponse:
+    """Writes ``events`` with the faults of ``faults`` (its events are not used)."""
+    response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    budget = faults.cut_after_bytes
+    for n, event in enumerate(events):
+        if faults.drop_after == n:
+            return _drop(request, response)
+        data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        frame = f"event: {event['event_type']}\ndata: {data}\n\n".encode()
+        if budget is not None and len(frame) >= budget:
+            await response.write(frame[:budget])
+            return _drop(request, response)
+        if budget is not None:
+            budget -= len(frame)
+        await response.write(frame)
+        await asyncio.sleep(0)
+    if faults.drop_after is not None and faults.drop_after >= len(events):
+        return _drop(request, response)
+    if faults.send_done:
+        await response.write(b"event: done\ndata: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+def _error(status: int, code: str, message: str) -> web.Response:
+    body = {"error": {"code": code, "message": message}}
+    return web.json_response(body, status=status)

@@ -1,0 +1,664 @@
+//! The Interactions API stream (spec/interactions.md): bytes of a streamed
+//! `POST /interactions` body in, the model's steps out. Sans-IO, like the
+//! classic aggregator, and reporting through the same [`Delta`] type so one
+//! consumer handles both formats.
+
+pub mod args;
+pub mod framing;
+pub mod steps;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::aggregate::{q, Closed, Delta, Options};
+use crate::error::{ErrorKind, MalformedStream};
+use crate::event::{nesting_depth, MAX_JSON_DEPTH};
+use framing::{IxFrame, IxFramer};
+use steps::{implied_type, Step};
+
+/// Step indexes must be below this (I9).
+const MAX_STEP_INDEX: u64 = 1 << 31;
+
+/// The aggregate of one interaction stream (I18).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IxResponse {
+    /// `(index, step)` in index order.
+    pub steps: Vec<(u32, Value)>,
+    pub interaction_id: Option<String>,
+    pub status: Option<String>,
+    pub last_event_id: Option<String>,
+    pub continuation_token: Option<String>,
+    pub interaction: Map<String, Value>,
+    pub usage: Option<Value>,
+    pub error: Option<Value>,
+    pub complete: bool,
+    pub done: bool,
+    pub truncated: bool,
+    pub warnings: Vec<String>,
+    pub unfinished_calls: Vec<u32>,
+    pub text: String,
+    pub thought_text: String,
+    /// `{"id", "name", "args"}` per call step, index order.
+    pub function_calls: Vec<Value>,
+}
+
+impl IxResponse {
+    /// `{"id"?, "status"?, "steps", "usage"?, "error"?}` (I18).
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        if let Some(id) = &self.interaction_id {
+            out.insert("id".into(), Value::String(id.clone()));
+        }
+        if let Some(status) = &self.status {
+            out.insert("status".into(), Value::String(status.clone()));
+        }
+        out.insert(
+            "steps".into(),
+            Value::Array(self.steps.iter().map(|(_, s)| s.clone()).collect()),
+        );
+        if let Some(u) = &self.usage {
+            out.insert("usage".into(), u.clone());
+        }
+        if let Some(e) = &self.error {
+            out.insert("error".into(), e.clone());
+        }
+        Value::Object(out)
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    deltas: bool,
+    strict: bool,
+    max: usize,
+    steps: BTreeMap<u32, Step>,
+    interaction: Map<String, Value>,
+    interaction_id: Option<String>,
+    status: Option<String>,
+    last_event_id: Option<String>,
+    continuation_token: Option<String>,
+    usage: Option<Value>,
+    error: Option<Value>,
+    complete: bool,
+    done: bool,
+    truncated: bool,
+    warnings: Vec<String>,
+    events_seen: u64,
+    bytes_seen: u64,
+}
+
+/// The streaming aggregator for `api="interactions"`.
+#[derive(Debug)]
+pub struct IxAggregator {
+    framer: IxFramer,
+    state: State,
+    closed: Option<Arc<IxResponse>>,
+}
+
+/// Parses one payload like orjson: nesting up to 1024, UTF-8 checked (I4).
+/// The error says whether the payload was JSON but not an object.
+fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, (ErrorKind, bool)> {
+    let mut de = serde_json::Deserializer::from_slice(data);
+    let parsed: Result<Value, _> =
+        serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    let value = match parsed {
+        Ok(v) => Ok(v),
+        Err(e)
+            if e.to_string().starts_with("recursion limit exceeded")
+                && nesting_depth(data) <= MAX_JSON_DEPTH =>
+        {
+            let mut de = serde_json::Deserializer::from_slice(data);
+            de.disable_recursion_limit();
+            serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
+                .and_then(|v| de.end().map(|()| v))
+        }
+        Err(e) => Err(e),
+    };
+    match value {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err((ErrorKind::InvalidJson, true)),
+        Err(_) if std::str::from_utf8(data).is_err() => Err((ErrorKind::InvalidUtf8, false)),
+        Err(_) => Err((ErrorKind::InvalidJson, false)),
+    }
+}
+
+fn malformed(
+    kind: ErrorKind,
+    not_object: bool,
+    offset: u64,
+    n: u64,
+    max: usize,
+) -> MalformedStream {
+    let message = match kind {
+        ErrorKind::InvalidUtf8 => {
+            format!("event {n} at byte {offset} is not valid UTF-8; it was skipped")
+        }
+        ErrorKind::EventTooLarge => format!(
+            "event {n} at byte {offset} is larger than max_event_bytes ({max}); it was \
+             skipped (raise max_event_bytes if such events are expected)"
+        ),
+        ErrorKind::InvalidJson if not_object => {
+            format!("event {n} at byte {offset} is JSON but not an object; it was skipped")
+        }
+        ErrorKind::InvalidJson => format!(
+            "event {n} at byte {offset} is not valid JSON; it was skipped (is this the body \
+             of a streamed Interactions API response?)"
+        ),
+    };
+    MalformedStream {
+        kind,
+        offset,
+        event_index: n,
+        message,
+    }
+}
+
+fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    map.get(key).and_then(Value::as_str)
+}
+
+impl IxAggregator {
+    #[must_use]
+    pub fn new(opts: Options) -> Self {
+        Self {
+            framer: IxFramer::new(opts.max_event_bytes),
+            state: State {
+                deltas: opts.deltas,
+                strict: opts.strict,
+                max: opts.max_event_bytes,
+                ..State::default()
+            },
+            closed: None,
+        }
+    }
+
+    #[must_use]
+    pub fn events_seen(&self) -> u64 {
+        self.state.events_seen
+    }
+
+    #[must_use]
+    pub fn bytes_seen(&self) -> u64 {
+        self.state.bytes_seen
+    }
+
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    /// Feeds body bytes (any split); returns the bad payloads completed by
+    /// them (strict mode; otherwise they become warnings).
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Vec<MalformedStream>, Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        let mut errors = Vec::new();
+        let state = &mut self.state;
+        self.framer.feed(data, &mut |frame| {
+            state.on_frame(frame, deltas, &mut errors)
+        });
+        state.bytes_seen += data.len() as u64;
+        Ok(errors)
+    }
+
+    /// A dropped connection will be followed by the resumed stream (I20).
+    pub fn reconnect(&mut self) -> Result<(), Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        self.framer.reconnect();
+        Ok(())
+    }
+
+    /// Feeds one complete data payload (I18 `feed_event`).
+    pub fn feed_event(
+        &mut self,
+        payload: &[u8],
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Vec<MalformedStream>, Closed> {
+        if self.closed.is_some() {
+            return Err(Closed);
+        }
+        let mut errors = Vec::new();
+        let offset = self.state.bytes_seen;
+        self.state.bytes_seen += payload.len() as u64;
+        if payload.len() > self.state.max {
+            let n = self.state.next_index();
+            let err = malformed(ErrorKind::EventTooLarge, false, offset, n, self.state.max);
+            self.state.report(err, &mut errors);
+        } else {
+            self.state
+                .on_payload(offset, payload, None, deltas, &mut errors);
+        }
+        Ok(errors)
+    }
+
+    /// The result so far, without changing the state.
+    #[must_use]
+    pub fn snapshot(&self) -> IxResponse {
+        match &self.closed {
+            Some(done) => (**done).clone(),
+            None => self.state.render(false),
+        }
+    }
+
+    /// Ends the stream (I3, I4, I17) and returns the result; idempotent.
+    pub fn close(&mut self) -> Arc<IxResponse> {
+        if let Some(done) = &self.closed {
+            return Arc::clone(done);
+        }
+        let mut deltas = Vec::new();
+        let mut errors = Vec::new();
+        let state = &mut self.state;
+        self.framer
+            .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
+        // close() never raises: a bad final event is a warning.
+        for err in errors {
+            state.warnings.push(format!("I4: {}", err.message));
+        }
+        let mut result = state.render(true);
+        if state.bytes_seen > 0 && !state.done {
+            result
+                .warnings
+                .push("I3: the stream ended without the [DONE] sentinel".into());
+        }
+        let done = Arc::new(result);
+        self.closed = Some(Arc::clone(&done));
+        done
+    }
+}
+
+impl State {
+    fn next_index(&mut self) -> u64 {
+        let n = self.events_seen;
+        self.events_seen += 1;
+        n
+    }
+
+    fn report(&mut self, err: MalformedStream, errors: &mut Vec<MalformedStream>) {
+        if self.strict {
+            errors.push(err);
+        } else {
+            self.warnings.push(format!("I4: {}", err.message));
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: IxFrame,
+        deltas: &mut Vec<Delta>,
+        errors: &mut Vec<MalformedStream>,
+    ) {
+        match frame {
+            IxFrame::Payload { offset, data, name } => {
+                self.on_payload(offset, &data, name.as_deref(), deltas, errors);
+            }
+            IxFrame::TooLarge { offset } => {
+                let n = self.next_index();
+                let err = malformed(ErrorKind::EventTooLarge, false, offset, n, self.max);
+                self.report(err, errors);
+            }
+            IxFrame::Done => self.done = true,
+            IxFrame::AfterDone { offset } => self.warnings.push(format!(
+                "I3: data after the [DONE] sentinel (byte {offset}) was ignored"
+            )),
+            IxFrame::Unterminated { offset, data, name } => {
+                self.on_unterminated(offset, &data, name.as_deref(), deltas);
+            }
+        }
+    }
+
+    /// An event cut off by the end of the stream (I4): used when whole.
+    fn on_unterminated(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        name: Option<&str>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let n = self.next_index();
+        match parse_payload(data) {
+            Ok(map) => self.apply(n, map, name, deltas),
+            Err((kind, not_object)) => {
+                let err = malformed(kind, not_object, offset, n, self.max);
+                self.warnings.push(format!("I4: {}", err.message));
+                self.truncated = true;
+            }
+        }
+    }
+
+    fn on_payload(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        name: Option<&str>,
+        deltas: &mut Vec<Delta>,
+        errors: &mut Vec<MalformedStream>,
+    ) {
+        let n = self.next_index();
+        match parse_payload(data) {
+            Ok(map) => self.apply(n, map, name, deltas),
+            Err((kind, not_object)) => {
+                let err = malformed(kind, not_object, offset, n, self.max);
+                self.report(err, errors);
+            }
+        }
+    }
+
+    /// One event (I5-I13).
+    fn apply(
+        &mut self,
+        n: u64,
+        map: Map<String, Value>,
+        name: Option<&str>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        if let Some(id) = str_of(&map, "event_id") {
+            self.last_event_id = Some(id.to_owned());
+        }
+        let kind = str_of(&map, "event_type")
+            .map(str::to_owned)
+            .or_else(|| name.map(str::to_owned));
+        match kind.as_deref() {
+            Some(k @ ("interaction.created" | "interaction.completed")) => {
+                self.on_interaction(&map, k == "interaction.completed", deltas);
+            }
+            Some(
+                k @ ("interaction.status_update"
+                | "interaction.in_progress"
+                | "interaction.requires_action"),
+            ) => {
+                self.on_status(&map, k);
+            }
+            Some(k @ ("step.start" | "step.delta" | "step.stop")) => {
+                self.on_step(n, k, &map, deltas)
+            }
+            Some("error") => {
+                let error = match map.get("error") {
+                    Some(e) if !e.is_null() => e.clone(),
+                    _ => Value::Object(map.clone()),
+                };
+                self.error = Some(error.clone());
+                self.complete = false;
+                if self.deltas {
+                    deltas.push(Delta::StreamError { error });
+                }
+            }
+            other => {
+                let shown = other.map_or_else(|| "<missing>".to_owned(), q);
+                self.warnings
+                    .push(format!("I5: event {n}: unknown event type {shown} skipped"));
+            }
+        }
+    }
+
+    fn on_interaction(
+        &mut self,
+        map: &Map<String, Value>,
+        completed: bool,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let mut status = None;
+        if let Some(Value::Object(obj)) = map.get("interaction") {
+            for (k, v) in obj {
+                if !v.is_null() {
+                    self.interaction.insert(k.clone(), v.clone());
+                }
+            }
+            if let Some(id) = str_of(obj, "id") {
+                self.interaction_id = Some(id.to_owned());
+            }
+            if let Some(s) = str_of(obj, "status") {
+                self.status = Some(s.to_owned());
+                status = Some(s.to_owned());
+            }
+            if let Some(u @ Value::Object(_)) = obj.get("usage") {
+                self.usage = Some(u.clone());
+            }
+            if let Some(t) = str_of(obj, "continuation_token") {
+                self.continuation_token = Some(t.to_owned());
+            }
+        }
+        if completed {
+            self.complete = self.error.is_none();
+            if let Some(reason) = status.filter(|s| !s.is_empty()) {
+                if self.deltas {
+                    deltas.push(Delta::Finish {
+                        candidate: 0,
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+
+    fn on_status(&mut self, map: &Map<String, Value>, kind: &str) {
+        if self.interaction_id.is_none() {
+            if let Some(id) = str_of(map, "interaction_id") {
+                self.interaction_id = Some(id.to_owned());
+            }
+        }
+        let nested = match map.get("interaction") {
+            Some(Value::Object(obj)) => str_of(obj, "status"),
+            _ => None,
+        };
+        let from_name = match kind {
+            "interaction.in_progress" => Some("in_progress"),
+            "interaction.requires_action" => Some("requires_action"),
+            _ => None,
+        };
+        if let Some(s) = str_of(map, "status").or(nested).or(from_name) {
+            self.status = Some(s.to_owned());
+        }
+        if let Some(u @ Value::Object(_)) = map.get("usage") {
+            self.usage = Some(u.clone());
+        }
+        if let Some(t) = str_of(map, "continuation_token") {
+            self.continuation_token = Some(t.to_owned());
+        }
+    }
+
+    fn on_step(&mut self, n: u64, kind: &str, map: &Map<String, Value>, deltas: &mut Vec<Delta>) {
+        let index = match map.get("index").and_then(Value::as_u64) {
+            Some(i) if i < MAX_STEP_INDEX => u32::try_from(i).unwrap_or(u32::MAX),
+            _ => {
+                self.warnings.push(format!(
+                    "I9: event {n}: {kind} without a valid step index skipped"
+                ));
+                return;
+            }
+        };
+        let slot = index as usize;
+        match kind {
+            "step.start" => {
+                if self.steps.contains_key(&index) {
+                    self.warnings.push(format!(
+                        "I10: event {n}: step {index} already started; the repeated step.start was skipped"
+                    ));
+                    return;
+                }
+                let value = match map.get("step") {
+                    Some(Value::Object(step)) => step.clone(),
+                    _ => Map::new(),
+                };
+                let step = Step::new(value);
+                self.call_start(&step, slot, deltas);
+                self.steps.insert(index, step);
+            }
+            "step.delta" => {
+                let delta = match map.get("delta") {
+                    Some(Value::Object(d)) if d.get("type").is_some_and(Value::is_string) => d,
+                    _ => {
+                        self.warnings.push(format!(
+                            "I12: event {n}: step {index}: a delta without a type was skipped"
+                        ));
+                        return;
+                    }
+                };
+                let dtype = str_of(delta, "type").unwrap_or_default();
+                self.ensure_step(n, index, Some(implied_type(dtype)), deltas);
+                if let Some(Value::Object(meta)) = map.get("metadata") {
+                    if let Some(u @ Value::Object(_)) = meta.get("total_usage") {
+                        self.usage = Some(u.clone());
+                    }
+                }
+                let live = self.deltas;
+                let Some(step) = self.steps.get_mut(&index) else {
+                    return;
+                };
+                if step.stopped {
+                    self.warnings.push(format!(
+                        "I12: event {n}: step {index}: a delta after step.stop was skipped"
+                    ));
+                    return;
+                }
+                let applied = step.apply(dtype, delta, live);
+                if applied.long_path {
+                    if let Some(parser) = step.parser.as_mut() {
+                        if !parser.long_path_warned {
+                            parser.long_path_warned = true;
+                            self.warnings.push(format!(
+                                "I15: step {index}: argument paths longer than 1024 bytes are not streamed live"
+                            ));
+                        }
+                    }
+                }
+                if let Some(problem) = applied.problem {
+                    self.warnings
+                        .push(format!("I12: event {n}: step {index}: {problem}"));
+                }
+                if live {
+                    if let Some((text, thought)) = applied.text {
+                        deltas.push(Delta::Text {
+                            candidate: 0,
+                            index: slot,
+                            text,
+                            thought,
+                        });
+                    }
+                    for piece in applied.args {
+                        deltas.push(Delta::Arg {
+                            candidate: 0,
+                            index: slot,
+                            json_path: piece.json_path,
+                            value: piece.value,
+                        });
+                    }
+                }
+            }
+            _ => {
+                self.ensure_step(n, index, None, deltas);
+                if let Some(u @ Value::Object(_)) = map.get("usage") {
+                    self.usage = Some(u.clone());
+                }
+                let Some(step) = self.steps.get_mut(&index) else {
+                    return;
+                };
+                if step.stopped {
+                    return;
+                }
+                if let Some(err) = step.stop() {
+                    self.warnings.push(format!("I16: step {index}: {err}"));
+                } else if step.is_call() && self.deltas {
+                    let rendered = step.render();
+                    deltas.push(Delta::CallEnd {
+                        candidate: 0,
+                        index: slot,
+                        call: step.call(&rendered),
+                    });
+                }
+            }
+        }
+    }
+
+    /// A step for a delta or stop without its start (I11).
+    fn ensure_step(&mut self, n: u64, index: u32, kind: Option<&str>, deltas: &mut Vec<Delta>) {
+        if self.steps.contains_key(&index) {
+            return;
+        }
+        self.warnings
+            .push(format!("I11: event {n}: step {index} had no step.start"));
+        let mut value = Map::new();
+        if let Some(k) = kind {
+            value.insert("type".into(), Value::String(k.to_owned()));
+        }
+        let step = Step::new(value);
+        self.call_start(&step, index as usize, deltas);
+        self.steps.insert(index, step);
+    }
+
+    fn call_start(&self, step: &Step, slot: usize, deltas: &mut Vec<Delta>) {
+        if self.deltas && step.is_call() {
+            let get = |k: &str| str_of(&step.value, k).map(str::to_owned);
+            deltas.push(Delta::CallStart {
+                candidate: 0,
+                index: slot,
+                id: get("id"),
+                name: get("name"),
+            });
+        }
+    }
+
+    /// The result; `closing` adds the I17 warnings (to the result only:
+    /// nothing is fed after `close()`).
+    fn render(&self, closing: bool) -> IxResponse {
+        let mut out = IxResponse {
+            interaction_id: self.interaction_id.clone(),
+            status: self.status.clone(),
+            last_event_id: self.last_event_id.clone(),
+            continuation_token: self.continuation_token.clone(),
+            interaction: self.interaction.clone(),
+            usage: self.usage.clone(),
+            error: self.error.clone(),
+            complete: self.complete,
+            done: self.done,
+            truncated: self.truncated,
+            ..IxResponse::default()
+        };
+        out.warnings.clone_from(&self.warnings);
+        for (&index, step) in &self.steps {
+            let rendered = step.render();
+            match step.step_type() {
+                Some("model_output") => collect_text(&rendered, "content", &mut out.text),
+                Some("thought") => collect_text(&rendered, "summary", &mut out.thought_text),
+                Some("function_call") => out.function_calls.push(step.call(&rendered)),
+                _ => {}
+            }
+            if step.unfinished() {
+                out.unfinished_calls.push(index);
+            }
+            if closing && !step.stopped {
+                let shown = step.step_type().map_or_else(|| "null".to_owned(), q);
+                out.warnings.push(format!(
+                    "I17: step {index} ({shown}) never received step.stop"
+                ));
+            }
+            out.steps.push((index, rendered));
+        }
+        out
+    }
+}
+
+/// Appends the text items of `rendered[key]` (I18 flat accessors).
+fn collect_text(rendered: &Value, key: &str, out: &mut String) {
+    if let Some(Value::Array(items)) = rendered.get(key) {
+        for item in items {
+            if item.get("type").and_then(Value::as_str) == Some("text") {
+                if let Some(t) = item.get("text").and_then(Value::as_str) {
+                    out.push_str(t);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
