@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .errors import ProviderError
-from .transport import Transport, make_transport
+from .transport import Response, Transport, make_transport
 
 if TYPE_CHECKING:
     import aiohttp
@@ -232,17 +232,25 @@ class GeminiClient:
         body = orjson.dumps(request)
         headers = await self._request_headers()
         response = await self.transport.post(self.stream_url, body, headers, timeout)
-        try:
-            if response.status != 200:
-                raise provider_error_from_response(
-                    response.status,
-                    await response.read_error_body(MAX_ERROR_BODY),
-                    response.headers,
-                    reason=response.reason,
-                )
-            yield response
-        finally:
-            await response.aclose()
+        async with streaming_body(response) as chunks:
+            yield chunks
+
+
+@asynccontextmanager
+async def streaming_body(response: Response) -> AsyncIterator[Response]:
+    """``response`` itself when its status is 200, else its :class:`ProviderError` (H2);
+    closed when the block exits, however it exits."""
+    try:
+        if response.status != 200:
+            raise provider_error_from_response(
+                response.status,
+                await response.read_error_body(MAX_ERROR_BODY),
+                response.headers,
+                reason=response.reason,
+            )
+        yield response
+    finally:
+        await response.aclose()
 
 
 def _join(base: str, version: str, resource: str) -> str:

@@ -19,7 +19,7 @@ import httpx
 import orjson
 
 from ._fastagg import InteractionResponse, StreamAggregator
-from .client import MAX_ERROR_BODY, GeminiClient, provider_error_from_response
+from .client import GeminiClient, streaming_body
 from .errors import ProviderError
 
 __all__ = ["InteractionsClient"]
@@ -59,17 +59,8 @@ class InteractionsClient(GeminiClient):
             response = await get(url, headers, timeout)
         else:
             response = await self.transport.post(url, body, headers, timeout)
-        try:
-            if response.status != 200:
-                raise provider_error_from_response(
-                    response.status,
-                    await response.read_error_body(MAX_ERROR_BODY),
-                    response.headers,
-                    reason=response.reason,
-                )
-            yield response
-        finally:
-            await response.aclose()
+        async with streaming_body(response) as chunks:
+            yield chunks
 
     def create(
         self, request: dict[str, Any], *, timeout: float | None = None
