@@ -48,6 +48,7 @@ import fastagg
 
 from . import contenders as C
 from . import corpus, e2e, sdk_chunks
+from .verdict import judge
 
 __all__ = ["main"]
 
@@ -313,9 +314,9 @@ def giant_markdown(settings: Settings) -> str:
     lines.append("")
     lines.append(
         f"Doubling the argument costs {doubling:.2f}x the time (target ≤ 2.2x: "
-        f"{'met' if doubling <= 2.2 else 'not met'}). Peak RSS growth is {rss_close:.2f}x the "
+        f"{judge(settings, doubling <= 2.2)}). Peak RSS growth is {rss_close:.2f}x the "
         f"argument after `close()` and {rss_calls:.2f}x once `.function_calls` has built the Python "
-        f"string (target ≤ 3x: {'met' if max(rss_close, rss_calls) <= 3 else 'not met'}). RSS is "
+        f"string (target ≤ 3x: {judge(settings, max(rss_close, rss_calls) <= 3)}). RSS is "
         "the peak (`VmHWM` of /proc/self/status) of a fresh subprocess that reads the body from a file in 4 KiB pieces (the "
         "body itself is never in memory there), minus its RSS (`VmRSS`) before the first `feed()`. (`ru_maxrss` is not used: Linux keeps it across fork and exec, so the child would report the parent's peak; `tracemalloc` would miss the Rust allocations.)"
     )
@@ -451,7 +452,7 @@ def scaling_markdown(settings: Settings) -> str:
     lines.append("")
     lines.append(
         f"4x the input costs at most {worst:.2f}x the time over every shape and implementation "
-        f"(linear: 4x; target ≤ 4.4x: {'met' if worst <= 4.4 else 'not met'}; a quadratic path "
+        f"(linear: 4x; target ≤ 4.4x: {judge(settings, worst <= 4.4)}; a quadratic path "
         "would show ≈ 16x). Timed: `feed()` of 4 KiB chunks, `close()`, `.candidates`; the fastest "
         "of 7 runs."
     )
@@ -587,12 +588,12 @@ def loop_markdown(settings: Settings) -> str:
         f"A {steps}-step turn (each step: a thought chunk and one signed `lookup` call; then a "
         f"3-chunk answer), {steps + 1} requests, with `fastagg.run_turn`, a canned in-process "
         f"client and a trivial async tool: **{per_step:.0f} µs per request-step** "
-        f"(median of {reps} turns; target ≤ 100 µs: {'met' if per_step <= 100 else 'not met'}). "
+        f"(median of {reps} turns; target ≤ 100 µs: {judge(settings, per_step <= 100)}). "
         f"This includes everything in process: aggregation, request building and guard, tool "
         f"dispatch and the event loop (nothing subtracted). Aggregating the same bytes alone "
         f"costs {agg_step:.1f} µs per step, so the loop itself adds "
         f"{per_step - agg_step:.0f} µs (target ≤ 50 µs: "
-        f"{'met' if per_step - agg_step <= 50 else 'not met'}). The same turn with a "
+        f"{judge(settings, per_step - agg_step <= 50)}). The same turn with a "
         f"synchronous tool, which the "
         f"loop runs in a worker thread (L5), costs {per_step_sync:.0f} µs per step: the thread "
         f"hand-off is part of that tool's time."

@@ -106,6 +106,8 @@ def test_k5_quick_run_exits_zero_shows_progress_and_judges_no_target(tmp_path: P
     assert "| plain | text | 1 |" in report
     assert "Machine:" in report
     assert "## Targets" not in report  # one iteration on small streams judges nothing
+    assert "| target |" not in report  # nor does any section's own targets table
+    assert ": met" not in report and "not met" not in report
     assert "[bench] text: fastagg " in proc.stderr
     assert "[bench] section: Agent-loop cost" in proc.stderr
 
