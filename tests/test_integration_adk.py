@@ -148,6 +148,23 @@ async def test_a2_calls_without_ids_run_and_go_back_without_invented_ids() -> No
     assert "id" not in sent[2]["parts"][0]["functionResponse"]
 
 
+async def test_a1_each_chunk_yields_exactly_one_partial_response() -> None:
+    from fastagg.testing import chunk, text
+
+    aggregator = adk.StreamingResponseAggregator()
+    per_chunk = []
+    for piece in ("Hel", "lo"):
+        response = types.GenerateContentResponse.model_validate(chunk(text(piece)))
+        per_chunk.append([r async for r in aggregator.process_response(response)])
+    assert [len(out) for out in per_chunk] == [1, 1]
+    assert [(out[0].partial, out[0].content.parts[0].text) for out in per_chunk] == [
+        (True, "Hel"),
+        (True, "lo"),
+    ]
+    final = aggregator.close()
+    assert final is not None and [p.text for p in final.content.parts] == ["Hello"]
+
+
 async def test_a2_close_fills_what_adk_fills() -> None:
     from fastagg.testing import chunk, signature, text, usage
 
