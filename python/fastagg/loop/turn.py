@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._sdk_request import loop_inputs
-from ..errors import MalformedStreamError, ProviderError
+from ..errors import ProviderError
 from ..events import StepEnd, StepStart, TurnEnd, TurnEvent
 from ..limits import StopReason, TurnLimits, TurnResult
 from ..model import ModelClient
@@ -33,6 +33,7 @@ from .classify import Budget, Outcome, StepOutcome, Verdict, classify, history_e
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
 from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
+from .stream import read_response
 from .usage import UsageMeter
 from .wire import GenerateContentWire
 
@@ -283,55 +284,17 @@ class Turn:
         kind: str = "step",
     ) -> tuple[Any, ProviderError | None, bool]:
         """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
-        clock = self.clock
         if self.emit.active:
             await self.emit(StepStart(step, self.limits.max_steps, attempt, kind))
-            await clock.take_pending()  # L43
-        clock.progress()
-        agg = self.wire.aggregator()
-        events = DeltaEvents(self.emit, step)
-        visible = False
-        error: ProviderError | None = None
-        waiting = clock.open_first_output()
-        try:
-            async with self.model.stream(request, timeout=timeout) as body:
-                async for chunk in body:
-                    if waiting:
-                        waiting = False
-                        clock.close_first_output()
-                    clock.progress()
-                    try:
-                        deltas = agg.feed(chunk)
-                    except MalformedStreamError as exc:  # L19
-                        visible = await events.deliver(exc.deltas) or visible
-                        error = ProviderError(
-                            None, "MALFORMED_STREAM", str(exc), True, kind="malformed"
-                        )
-                        break
-                    if deltas:
-                        visible = await events.deliver(deltas) or visible
-            if error is None:
-                # A last event without a trailing blank line is shown live too (D5).
-                deltas = agg.finish()
-                if deltas:
-                    visible = await events.deliver(deltas) or visible
-        except ProviderError as exc:
-            error = exc
-        except (ConnectionError, EOFError) as exc:  # L19
-            error = ProviderError(
-                None, "CONNECTION", f"{type(exc).__name__}: {exc}", True, kind="connection"
-            )
-        except TimeoutError as exc:  # L19, L36
-            error = ProviderError(
-                None, "DEADLINE_EXCEEDED", f"the request timed out: {exc}", True, kind="timeout"
-            )
-        except asyncio.CancelledError:
-            await self._interrupted(step, attempt, agg.snapshot())
-            raise
-        finally:
-            if waiting:
-                clock.close_first_output()
-        result = agg.close()
+            await self.clock.take_pending()  # L43
+        self.clock.progress()
+
+        async def cut(partial: Any) -> None:
+            await self._interrupted(step, attempt, partial)
+
+        result, error, visible = await read_response(
+            self.model, self.wire, self.clock, DeltaEvents(self.emit, step), request, timeout, cut
+        )
         self.usage.record(result.usage)
         return result, error, visible
 
