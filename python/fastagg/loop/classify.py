@@ -13,12 +13,10 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..client import retry_info_delay
+from .._rpc import retryable, stream_error
 from ..errors import ProviderError
 from .messages import describe, error_label, times
 
-_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-_RETRYABLE_CODES = frozenset({"RESOURCE_EXHAUSTED", "INTERNAL", "UNAVAILABLE", "DEADLINE_EXCEEDED"})
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 
 StepOutcome = Literal[
@@ -203,28 +201,3 @@ def history_error(where: str | None, finish_message: str | None) -> tuple[str, P
         body={"finishReason": "MISSING_THOUGHT_SIGNATURE", "finishMessage": finish_message},
     )
     return detail, error
-
-
-def retryable(error: ProviderError) -> bool:
-    """L17: a status or code of the L3 list is retryable whatever the client said."""
-    return (
-        bool(error.retryable) or error.status in _RETRYABLE_STATUS or error.code in _RETRYABLE_CODES
-    )
-
-
-def stream_error(error: dict[str, Any]) -> ProviderError:
-    """The ProviderError of an in-stream google.rpc error object."""
-    code = error.get("code")
-    status = code if isinstance(code, int) and not isinstance(code, bool) else None
-    rpc = error.get("status") if isinstance(error.get("status"), str) else None
-    message = str(error.get("message") or "error event in the response stream")
-    is_retryable = status in _RETRYABLE_STATUS or rpc in _RETRYABLE_CODES
-    return ProviderError(
-        status,
-        rpc,
-        message,
-        is_retryable,
-        retry_info_delay(error.get("details")),
-        kind="in-stream",
-        body=error,
-    )
