@@ -223,10 +223,11 @@ class ToolRunner:
                 step=step,
             )
         # L46: when the turn's deadline comes first it ends the tool anyway: no timer.
-        window = clock.window(timeout if own and start + timeout < clock.deadline else None)
+        # L22: a tool with its own timeout is bounded by it, so the stall clock waits.
+        armed = own and start + timeout < clock.deadline
+        window = clock.window(timeout if armed else None, hold=own)
         try:
-            # L22: a tool with its own timeout is bounded by it, so the stall clock waits.
-            with window, clock.hold() if own else clock.track():
+            with window:
                 value = await tool.invoke(call.get("args") or {}, ctx)
                 return {"output": _jsonable(value)}, "ok"
         except asyncio.CancelledError:

@@ -62,7 +62,6 @@ class TurnClock:
         self.last_progress = 0.0
         self._holds = 0
         self._hold = _Hold(self)
-        self._track = _Track(self)
         self._timers: list[asyncio.TimerHandle] = []
         self._stall: asyncio.TimerHandle | None = None
         self._first: asyncio.TimerHandle | None = None
@@ -168,9 +167,13 @@ class TurnClock:
             return left
         return cap if left is None else min(cap, left)
 
-    def window(self, delay: float | None) -> Window:
-        """A local time limit of ``delay`` seconds (None: none) for the current task."""
-        return Window(self, delay)
+    def window(self, delay: float | None, *, hold: bool = False) -> Window:
+        """A local time limit of ``delay`` seconds (None: none) for the current task.
+
+        With ``hold`` the stall clock waits while the window is open (L22: the
+        limit bounds what runs in it). Leaving the window counts as progress.
+        """
+        return Window(self, delay, hold)
 
     # -- the stall watchdog (L22) ----------------------------------------
 
@@ -181,10 +184,6 @@ class TurnClock:
     def hold(self) -> _Hold:
         """``with clock.hold():`` pauses the stall clock; leaving it counts as progress (L22)."""
         return self._hold
-
-    def track(self) -> _Track:
-        """``with clock.track():`` leaves the stall clock running; leaving it counts as progress."""
-        return self._track
 
     def open_first_output(self) -> bool:
         """Start the first-output window (L22: the stall clock waits meanwhile); False if unset."""
@@ -240,19 +239,6 @@ class _Hold:
         clock.last_progress = clock.loop.time()
 
 
-class _Track:
-    __slots__ = ("clock",)
-
-    def __init__(self, clock: TurnClock) -> None:
-        self.clock = clock
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        self.clock.progress()
-
-
 class Window:
     """A local time limit that cancels the task it runs in without ending the turn.
 
@@ -262,16 +248,19 @@ class Window:
     cause, the caller) passes through unchanged.
     """
 
-    __slots__ = ("_clock", "_delay", "_expired", "_handle", "_task", "timed_out")
+    __slots__ = ("_clock", "_delay", "_expired", "_handle", "_hold", "_task", "timed_out")
 
-    def __init__(self, clock: TurnClock, delay: float | None) -> None:
+    def __init__(self, clock: TurnClock, delay: float | None, hold: bool) -> None:
         self._clock = clock
         self._delay = delay
+        self._hold = hold
         self._expired = False
         self._handle: asyncio.TimerHandle | None = None
         self.timed_out = False
 
     def __enter__(self) -> None:
+        if self._hold:
+            self._clock._holds += 1
         if self._delay is not None:
             task = asyncio.current_task()
             assert task is not None
@@ -288,9 +277,13 @@ class Window:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
+        clock = self._clock
+        if self._hold:
+            clock._holds -= 1
+        clock.last_progress = clock.loop.time()
         if self._handle is not None:
             self._handle.cancel()
-        if not self._expired or self._clock.interrupted:
+        if not self._expired or clock.interrupted:
             return False
         uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+
         if uncancel is not None:

@@ -140,7 +140,8 @@ class Turn:
 
     def _append(self, content: dict[str, Any]) -> None:
         self.contents.append(content)
-        self.usage.appended(content)
+        if self.usage.cap is not None:  # L23: only a context cap needs the sizes
+            self.usage.appended(content)
 
     def _gather(self, text: str) -> None:
         if text:

@@ -33,8 +33,7 @@ class UsageMeter:
 
     def appended(self, content: dict[str, Any]) -> None:
         """L23: what is appended after a reported prompt size counts as its compact JSON / 4."""
-        if self.cap is not None:
-            self._chars_since += len(orjson.dumps(content))
+        self._chars_since += len(orjson.dumps(content))
 
     def exceeded(self) -> bool:
         """L11, L23: the next request would not fit ``max_context_tokens``."""
