@@ -89,6 +89,7 @@ def http_error(
             retry_after=retry_after,
             body=parsed,
         )
+    # H2: a non-JSON body gives code=None and is quoted
     text = body.decode("utf-8", "replace").strip()
     snippet = text[:300] + ("…" if len(text) > 300 else "")
     message = f"HTTP {status} {reason}".strip() + (f": {snippet}" if snippet else "")

@@ -162,6 +162,7 @@ async def stream_turn(
             if type(event) is TurnEnd:
                 await asyncio.wait((task,))
                 return
+    # L45: closing the generator (aclose, or its collection) cancels the turn
     finally:
         if not task.done():
             await turn.cancel()

@@ -64,7 +64,8 @@ class ToolRunner:
             await self._find_repeats(step, calls)
             self.clock.progress()
             started = self.clock.now()
-            run = [i for i in range(len(calls)) if i not in self._repeats]  # L39: once per call
+            # L5: calls run concurrently and are answered in call order; L39: once per call
+            run = [i for i in range(len(calls)) if i not in self._repeats]
             if len(run) == 1:
                 # L46: one call runs in the turn's own task: a task of its own would cost a
                 # Task, two loop iterations and a context copy per step.
@@ -73,7 +74,7 @@ class ToolRunner:
                 loop = self.clock.loop
                 tasks = [loop.create_task(self._call(step, i, calls[i], responses)) for i in run]
                 await asyncio.gather(*tasks)
-        except BaseException:
+        except BaseException:  # L6: an abort or any exit answers every call
             self._cancelling = True
             try:
                 await reap(tasks)

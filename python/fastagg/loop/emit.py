@@ -92,6 +92,7 @@ class DeltaEvents:
                     visible = True
                     if active:
                         await emit(TextDelta(step, delta.text))
+            # L30: a streamed call is shown when first seen, then per argument fragment
             elif kind is _AggCallStart and not delta.candidate:
                 visible = True
                 self.names[delta.index] = delta.name

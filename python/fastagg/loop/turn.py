@@ -157,7 +157,7 @@ class Turn:
                 return stop
             if self.steps >= limits.max_steps:
                 return await self._final_answer()
-            if self.usage.exceeded():
+            if self.usage.exceeded():  # L1, L11: the context cap is checked before a request
                 return StopReason.CONTEXT_CAP
             self.steps += 1
             stop = await self._step(self.steps)
@@ -285,7 +285,7 @@ class Turn:
         kind: str = "step",
     ) -> tuple[Any, ProviderError | None, bool]:
         """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
-        if self.emit.active:
+        if self.emit.active:  # L13: StepStart before each request
             await self.emit(StepStart(step, self.limits.max_steps, attempt, kind))
             await self.clock.take_pending()  # L43
         self.clock.progress()

@@ -21,7 +21,8 @@ class UsageMeter:
         self._chars_since = 0
 
     def record(self, usage: dict[str, Any] | None) -> None:
-        """One request's usage (``{}`` when it reported none, L12)."""
+        """One request's usage (``{}`` when it reported none)."""
+        # L12: every request counts, failed attempts and the final answer included
         usage = usage or {}
         self.by_step.append(usage)
         if usage:

@@ -38,6 +38,7 @@ class Wire(Protocol):
         ...
 
     def model_turn(self, result: Any) -> dict[str, Any] | None:
+        # L11: appended verbatim (signatures byte-exact); reasoning alone is not appended
         """The content to append for a result; None when it holds nothing of substance."""
         ...
 
@@ -77,6 +78,7 @@ class GenerateContentWire:
         self.guard = guard
 
     def request(self) -> dict[str, Any]:
+        # L2: a request the service would reject raises before it is sent
         self.guard.extend(self.contents)
         self.guard.check_end()
         return self._request
@@ -151,6 +153,7 @@ def _base_request(
         )
     if tools:
         base["tools"] = [{"functionDeclarations": [t.declaration() for t in tools]}]
+    # L31: config fields merge in deeply; its tools go after the declarations
     for key, value in (config or {}).items():
         if key == "contents":
             raise ValueError("config cannot set contents; pass them as the contents argument")
