@@ -110,7 +110,7 @@ def test_aggregate_accepts_json_array_framing() -> None:
     assert (done.returncode, done.stdout) == (0, b"Hi\n")
 
 
-def test_aggregate_malformed_event_exits_1_naming_the_byte_offset() -> None:
+def test_k1_aggregate_malformed_event_exits_1_naming_the_byte_offset() -> None:
     good = sse(chunk(thought("hm")))
     body = good + b'data: {"candidates": [\r\n\r\n' + sse(chunk(text("x"), finish_reason="STOP"))
     done = fastagg("aggregate", "-", stdin=body)
@@ -127,7 +127,7 @@ def test_aggregate_unreadable_file_exits_2() -> None:
     assert done.stderr.decode().startswith("fastagg aggregate: cannot read no/such/file.sse: ")
 
 
-def test_usage_errors_exit_2() -> None:
+def test_k1_usage_errors_exit_2() -> None:
     assert fastagg().returncode == 2
     assert fastagg("aggregate").returncode == 2
     assert fastagg("aggregate", "--parts", "--text", str(WEATHER)).returncode == 2

@@ -167,7 +167,7 @@ async def test_unknown_path_gets_404_and_consumes_no_step() -> None:
     assert missing.status_code == 404
 
 
-async def test_request_without_key_or_token_gets_403_permission_denied() -> None:
+async def test_s2_request_without_key_or_token_gets_403_permission_denied() -> None:
     async with FakeGemini([TWO_CHUNKS]) as server:
         response = await post(server, body(USER), headers={})
     assert response.status_code == 403
@@ -304,7 +304,7 @@ def test_only_the_first_call_of_a_parallel_step_needs_a_signature() -> None:
     assert validate_request(body(USER, step, responses(("1", "w"), ("2", "w")))) is None
 
 
-def test_consecutive_model_contents_form_one_step_as_google_genai_chat_sends_them() -> None:
+def test_s3_consecutive_model_contents_form_one_step_as_google_genai_chat_sends_them() -> None:
     history = body(
         USER,
         model(thought("hm")),
@@ -458,7 +458,7 @@ async def test_refused_request_does_not_consume_a_step() -> None:
     assert server.steps_served == 1
 
 
-async def test_server_accepts_signatures_it_issued_and_refuses_others() -> None:
+async def test_s2_server_accepts_signatures_it_issued_and_refuses_others() -> None:
     sig = signature("served")
     step = [chunk(call("w", {"city": "Paris"}, id="1", signature=sig), finish_reason="STOP")]
     history = body(
@@ -486,7 +486,7 @@ async def test_validation_can_be_switched_off() -> None:
 # --- faults --------------------------------------------------------------------------------
 
 
-async def test_http_error_step_sends_status_retry_after_and_google_rpc_body() -> None:
+async def test_s4_http_error_step_sends_status_retry_after_and_google_rpc_body() -> None:
     async with FakeGemini([Step(http_error=429, retry_after=2)]) as server:
         response = await post(server, body(USER))
     assert response.status_code == 429
@@ -511,7 +511,7 @@ async def test_http_error_step_with_retry_delay_sends_a_retry_info_detail() -> N
     assert response.json()["error"]["status"] == "UNAVAILABLE"
 
 
-async def test_drop_after_closes_the_connection_mid_body() -> None:
+async def test_s4_drop_after_closes_the_connection_mid_body() -> None:
     step = Step(chunks=TWO_CHUNKS, drop_after=1)
     received = b""
     async with (

@@ -46,7 +46,7 @@ async def read_all(
 # --- URLs and auth ---------------------------------------------------------------------------
 
 
-def test_gemini_api_url_defaults_to_v1beta_with_alt_sse() -> None:
+def test_h1_gemini_api_url_defaults_to_v1beta_with_alt_sse() -> None:
     client = GeminiClient("gemini-3-flash-preview", api_key="k")
     assert client.stream_url == (
         "https://generativelanguage.googleapis.com/v1beta/models/"
@@ -120,7 +120,7 @@ def test_vertex_express_mode_uses_the_publisher_path_and_api_key(
     assert client._headers["x-goog-api-key"] == "vk"
 
 
-def test_vertex_key_and_project_together_are_refused() -> None:
+def test_h1_vertex_key_and_project_together_are_refused() -> None:
     with pytest.raises(ValueError, match="either an API key"):
         GeminiClient("m", vertex=True, api_key="k", project="p")
 
@@ -207,7 +207,7 @@ class FailingCredentials(RefreshingCredentials):
         raise RefreshError("invalid_grant: Token has been expired or revoked.")
 
 
-async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_error(
+async def test_h2_credentials_that_cannot_refresh_give_an_unauthenticated_provider_error(
     transport: str,
 ) -> None:
     pytest.importorskip("google.auth.transport.requests")
@@ -235,7 +235,7 @@ async def test_credentials_that_cannot_refresh_give_an_unauthenticated_provider_
 # --- streaming -----------------------------------------------------------------------------
 
 
-async def test_stream_yields_the_raw_body_bytes_unchanged(transport: str) -> None:
+async def test_h6_stream_yields_the_raw_body_bytes_unchanged(transport: str) -> None:
     async with (
         FakeGemini([CHUNKS]) as server,
         GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
@@ -413,7 +413,7 @@ def test_retryable_statuses(status: int, retryable: bool) -> None:
     assert provider_error_from_response(status, b"").retryable is retryable
 
 
-def test_non_json_error_body_is_quoted_in_the_message() -> None:
+def test_h2_non_json_error_body_is_quoted_in_the_message() -> None:
     err = provider_error_from_response(502, b"<html>Bad Gateway</html>", reason="Bad Gateway")
     assert (err.status, err.code, err.message) == (
         502,
@@ -447,7 +447,7 @@ def test_retry_delay_in_seconds_and_nanos_form() -> None:
     assert provider_error_from_response(429, body).retry_after == 2.5
 
 
-def test_retry_after_header_wins_over_retry_info() -> None:
+def test_h2_retry_after_header_wins_over_retry_info() -> None:
     body = orjson.dumps(
         {
             "error": {
@@ -492,7 +492,7 @@ async def test_connection_refused_is_a_retryable_connection_error(transport: str
     )
 
 
-async def test_connection_dropped_mid_stream_is_a_retryable_connection_error(
+async def test_h5_connection_dropped_mid_stream_is_a_retryable_connection_error(
     transport: str,
 ) -> None:
     received = b""
@@ -530,7 +530,7 @@ async def test_h7_bytes_buffered_before_a_drop_are_yielded_before_the_error(
     assert info.value.message.startswith(f"connection failed after {len(received)} bytes")
 
 
-async def test_timeout_waiting_for_the_first_byte_is_a_timeout_error(transport: str) -> None:
+async def test_h5_timeout_waiting_for_the_first_byte_is_a_timeout_error(transport: str) -> None:
     async with (
         FakeGemini([Step(CHUNKS, delay_first_byte=5)]) as server,
         GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,

@@ -23,6 +23,7 @@ import orjson
 
 __all__ = ["main"]
 
+# K1: the exit codes
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        # K4: a closed pipe ends the command quietly
         # The reader went away (`fastagg aggregate x | head`): not an error of ours. Point
         # stdout at /dev/null so the interpreter's final flush does not complain again.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -164,6 +166,7 @@ def _version() -> str:
     return __version__
 
 
+# K5: bench --help always prints help
 def _bench_help(parser: argparse.ArgumentParser) -> int:
     """`fastagg bench --help`: this command's help, then the suite's options when it is here."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -223,6 +226,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         for error in errors:
             print(f"fastagg aggregate: {name}: {error}", file=sys.stderr)
         print(
+            # K2: no JSON for a stream that is not one whole response
             f"fastagg aggregate: {name}: {len(errors)} malformed event(s); no output written "
             "(--lenient skips them and prints the rest)",
             file=sys.stderr,
@@ -464,6 +468,7 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
         interrupts()
         if server is not None:
             await server.stop()
+    # K3: the first Ctrl-C aborts the turn honestly: exit 130 after the summary
     if stop_reason == StopReason.ABORTED and abort.is_set():
         return EXIT_INTERRUPTED
     return EXIT_OK if stop_reason == StopReason.COMPLETED else EXIT_FAILED

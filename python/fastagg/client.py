@@ -10,17 +10,17 @@ The HTTP stack is a :mod:`fastagg.transport` (aiohttp by default, or httpx).
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import math
 import os
-import re
-import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ._rpc import RETRYABLE_STATUSES as RETRYABLE_STATUSES
+from ._rpc import http_error as provider_error_from_response
+from ._rpc import parse_retry_after as parse_retry_after
+from ._rpc import retry_info_delay as retry_info_delay
 from .errors import ProviderError
 from .transport import Response, Transport, make_transport
 
@@ -36,13 +36,8 @@ VERTEX_GLOBAL_HOST = "https://aiplatform.googleapis.com"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 USER_AGENT = "fastagg/0.1.0"
 
-#: HTTP statuses that are worth retrying (spec/contract/turn-loop.md L3).
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
-
 # An error body larger than this is cut (a proxy's HTML page, say).
 MAX_ERROR_BODY = 256 * 1024
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
 
 
 class GeminiClient:
@@ -267,89 +262,3 @@ def _import_google_auth() -> Any:
             "(or use an API key: GeminiClient(..., vertex=True, api_key=...))"
         ) from exc
     return google.auth
-
-
-def provider_error_from_response(
-    status: int,
-    body: bytes,
-    headers: Mapping[str, str] | None = None,
-    *,
-    reason: str = "",
-    now: float | None = None,
-) -> ProviderError:
-    """Build the ``ProviderError`` for a non-200 answer with this status, body and headers.
-
-    The body is a google.rpc.Status JSON (``{"error": {"code", "message",
-    "status", "details"}}``, sometimes wrapped in a one-element array); anything
-    else is quoted in the message.
-    """
-    error: dict[str, Any] | None = None
-    try:
-        parsed = orjson.loads(body) if body.strip() else None
-    except orjson.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
-        parsed = parsed[0]
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-        error = parsed["error"]
-    retry_after = parse_retry_after((headers or {}).get("retry-after"), now=now)
-    if error is not None:
-        code = error.get("status") if isinstance(error.get("status"), str) else None
-        message = str(error.get("message") or f"HTTP {status} {reason}".strip())
-        if retry_after is None:
-            retry_after = retry_info_delay(error.get("details"))
-        return ProviderError(
-            status,
-            code,
-            message,
-            status in RETRYABLE_STATUSES,
-            retry_after,
-            kind="http",
-            body=parsed,
-        )
-    text = body.decode("utf-8", "replace").strip()
-    snippet = text[:300] + ("…" if len(text) > 300 else "")
-    message = f"HTTP {status} {reason}".strip() + (f": {snippet}" if snippet else "")
-    return ProviderError(status, None, message, status in RETRYABLE_STATUSES, retry_after)
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if math.isnan(seconds):
-        return None
-    return max(seconds, 0.0)
-
-
-def retry_info_delay(details: object) -> float | None:
-    """``retryDelay`` of a ``google.rpc.RetryInfo`` detail: ``"1.5s"`` or ``{"seconds", "nanos"}``."""
-    if not isinstance(details, list):
-        return None
-    for detail in details:
-        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith(
-            "google.rpc.RetryInfo"
-        ):
-            continue
-        delay = detail.get("retryDelay")
-        if isinstance(delay, str):
-            match = _DURATION.match(delay)
-            if match:
-                return float(match.group(1))
-        elif isinstance(delay, dict):
-            try:
-                return float(delay.get("seconds", 0)) + float(delay.get("nanos", 0)) / 1e9
-            except (TypeError, ValueError):
-                return None
-    return None

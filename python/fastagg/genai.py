@@ -34,8 +34,8 @@ import orjson
 from ._chunks import chunk_to_mapping
 from ._fastagg import AggregatedResponse, StreamAggregator
 from ._genai_convert import GenaiConversionWarning, require_genai
+from ._rpc import RETRYABLE_STATUSES, parse_retry_after, retry_info_delay
 from ._sdk_request import to_sdk
-from .client import RETRYABLE_STATUSES, parse_retry_after, retry_info_delay
 from .errors import FastaggError, ProviderError
 
 types = require_genai("fastagg.genai")

@@ -74,6 +74,7 @@ class Origin:
     @property
     def family(self) -> str:
         """The model family (:func:`model_family`)."""
+        # L34: signatures are bound to the family and the backend
         return model_family(self.model)
 
     def accepts(self, other: Origin) -> bool:

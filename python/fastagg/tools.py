@@ -170,6 +170,7 @@ class Tool:
         if self.description:
             decl["description"] = self.description
         if self.parameters and self.parameters.get("properties") != {}:
+            # L29: the schema goes as parametersJsonSchema; a tool without parameters has none
             decl["parametersJsonSchema"] = self.parameters
         return decl
 

@@ -126,6 +126,7 @@ def _bounded_httpx(own: httpx.Timeout, timeout: float | None) -> httpx.Timeout:
     )
 
 
+# H5: the same error kinds and message shape on every transport
 def _timeout_error(exc: BaseException, where: str) -> ProviderError:
     name = type(exc).__name__
     return ProviderError(
@@ -160,6 +161,7 @@ def _during(received: int) -> str:
 # --------------------------------------------------------------------------
 
 
+# H3: one Transport per HTTP stack; aiohttp is the measured default
 class AiohttpTransport:
     """Streams over an ``aiohttp.ClientSession`` (the default transport).
 
@@ -295,6 +297,7 @@ class AiohttpResponse:
     def __aiter__(self) -> AiohttpResponse:
         return self
 
+    # H6: one frame per chunk around the stack's own read, no copy
     async def __anext__(self) -> bytes:
         try:
             chunk = await self._readany()
@@ -458,6 +461,7 @@ class HttpxResponse:
 TRANSPORTS = ("aiohttp", "httpx")
 
 
+# H4: a caller's client or session is used as it is and left open
 def make_transport(
     http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
     transport: str | None = None,

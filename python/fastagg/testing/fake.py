@@ -339,6 +339,7 @@ class FakeGemini:
                 "NOT_FOUND",
                 f"FakeGemini answers only streamGenerateContent, not {match['method']}",
             )
+        # S2: a key or bearer token is required (require_auth=False turns it off)
         if self.require_auth and not _has_credentials(request):
             return self._refuse(request, body, match, 403, "PERMISSION_DENIED", _NO_AUTH)
         warnings: list[str] = []
@@ -461,6 +462,7 @@ class FakeGemini:
         await response.prepare(request)
         frames = [step.raw] if step.raw is not None else list(_frames(step.chunks, sse))
         for n, frame in enumerate(frames):
+            # S4: the Step options shape how the body is written
             if step.drop_after == n:
                 return _drop(request, response)
             if step.pause_after == n:

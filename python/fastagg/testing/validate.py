@@ -174,6 +174,7 @@ def _is_sentinel(sig: str, raw: bytes) -> bool:
     return sig in SENTINEL_SIGNATURES or raw in _SENTINEL_BYTES
 
 
+# S3: a step is a run of consecutive model contents, as google-genai chat stores history
 def _steps(contents: list[dict[str, Any]]) -> list[tuple[int, int]]:
     """(first, end) index ranges of runs of consecutive model contents."""
     runs: list[tuple[int, int]] = []

@@ -76,7 +76,7 @@ async def test_l46_a_single_call_runs_in_the_turn_task_several_in_their_own() ->
     assert tasks["tool"][1] is not tasks["tool"][2]
 
 
-async def test_l5_exception_and_unknown_tool_become_error_responses() -> None:
+async def test_l5_l26_exception_and_unknown_tool_become_error_responses() -> None:
     def broken(x: int) -> int:
         raise ValueError(f"cannot handle {x}")
 
@@ -248,7 +248,7 @@ def test_l47_derivation_runs_once_per_function_and_each_tool_owns_its_schema(
     )
 
 
-def test_tool_schema_of_scalars_with_docstring() -> None:
+def test_l29_tool_schema_of_scalars_with_docstring() -> None:
     @tool
     def search(query: str, limit: int = 10, exact: bool = False, boost: float = 1.0) -> list[str]:
         """Search the catalogue.
@@ -285,7 +285,7 @@ def test_tool_schema_of_scalars_with_docstring() -> None:
     }
 
 
-def test_tool_schema_of_containers_optional_literal_enum() -> None:
+def test_l29_tool_schema_of_containers_optional_literal_enum() -> None:
     def f(
         names: list[str],
         scores: dict[str, float],
@@ -322,7 +322,7 @@ def test_tool_schema_of_containers_optional_literal_enum() -> None:
     }
 
 
-def test_tool_schema_of_nested_dataclass_and_typeddict() -> None:
+def test_l29_tool_schema_of_nested_dataclass_and_typeddict() -> None:
     def draw(at: Point, where: Filter, path: list[Point]) -> None:
         """Draw.
 
@@ -356,7 +356,7 @@ def test_tool_schema_of_nested_dataclass_and_typeddict() -> None:
     }
 
 
-def test_tool_schema_context_parameter_is_hidden() -> None:
+def test_l29_tool_schema_context_parameter_is_hidden() -> None:
     async def fetch(url: str, ctx: ToolContext) -> str:
         return url
 
@@ -369,7 +369,7 @@ def test_tool_schema_context_parameter_is_hidden() -> None:
     }
 
 
-def test_tool_without_parameters_declares_none() -> None:
+def test_l29_tool_without_parameters_declares_none() -> None:
     def now() -> str:
         """The current time."""
         return "noon"
@@ -382,7 +382,7 @@ class Node:
     child: Node | None = None
 
 
-def test_tool_schema_rejects_unsupported_and_recursive_types() -> None:
+def test_l29_tool_schema_rejects_unsupported_and_recursive_types() -> None:
     def f(node: Node) -> None: ...
 
     with pytest.raises(TypeError, match="recursive type Node"):
@@ -394,7 +394,7 @@ def test_tool_schema_rejects_unsupported_and_recursive_types() -> None:
         Tool("g", g)
 
 
-def test_tool_decorator_with_options_and_explicit_schema() -> None:
+def test_l29_tool_decorator_with_options_and_explicit_schema() -> None:
     @tool(name="lookup_v2", timeout=5.0)
     async def lookup(q: str) -> str:
         return q

@@ -126,7 +126,7 @@ async def test_l38_wrapup_nudge_when_the_caller_set_the_same_budget() -> None:
 # -- L13 Lifecycle fields -------------------------------------------------------------------
 
 
-async def test_l13_lifecycle_events_carry_provider_and_timestamp() -> None:
+async def test_l13a_lifecycle_events_carry_provider_and_timestamp() -> None:
     model = ScriptedModel(Reply([chunk(finish_reason="MALFORMED_FUNCTION_CALL")]), answer("Ok."))
     seen: list[Any] = []
     before = time.time()

@@ -143,7 +143,7 @@ async def test_l2_the_loop_raises_before_sending_an_invalid_request() -> None:
     assert scripted.requests == []
 
 
-async def test_l2_loop_skips_the_signature_rule_for_pre_gemini_3_models() -> None:
+async def test_l2_l31_loop_skips_the_signature_rule_for_pre_gemini_3_models() -> None:
     unsigned_history = [user(Q), model(fc(sig=None)), user(fr())]
     scripted = ScriptedModel(answer("Ok."), model="gemini-2.5-flash")
     result = await turn(scripted, unsigned_history)

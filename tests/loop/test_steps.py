@@ -88,7 +88,7 @@ async def test_l11_reasoning_only_answer_is_not_appended() -> None:
     assert result.contents == USER
 
 
-async def test_l3_blocked_prompt_is_a_content_filter_answer_not_a_retry() -> None:
+async def test_l19_blocked_prompt_is_a_content_filter_answer_not_a_retry() -> None:
     blocked = {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": usage(7)}
     model = ScriptedModel(Reply([blocked]))
     result = await turn(model)
@@ -180,7 +180,7 @@ async def test_l11_signatures_byte_exact_across_steps() -> None:
 # -- L3.3 malformed calls ------------------------------------------------------
 
 
-async def test_l3_malformed_once_recovered_retry_carries_note() -> None:
+async def test_l18_malformed_once_recovered_retry_carries_note() -> None:
     model = ScriptedModel(Reply([malformed_call(usage=usage(10))]), answer("Sunny."))
     result = await turn(model)
     assert result.stop_reason is StopReason.COMPLETED
@@ -244,7 +244,7 @@ async def test_l3_thought_only_with_embedded_500_is_retried_on_a_user_ending_his
     assert [c["role"] for c in result.contents] == ["user", "model"]
 
 
-async def test_l3_thought_only_500_three_times_is_retryable_no_finish_reason_error() -> None:
+async def test_l16_thought_only_500_three_times_is_retryable_no_finish_reason_error() -> None:
     model = ScriptedModel(thought_then_500(), thought_then_500(), thought_then_500())
     result = await turn(model, limits=TurnLimits(**FAST))
     assert result.stop_reason is StopReason.PROVIDER_ERROR
@@ -290,7 +290,7 @@ async def test_l3_503_before_output_is_retried_honouring_retry_after() -> None:
     assert model.requests[0] == model.requests[1]
 
 
-async def test_l3_retry_after_beyond_the_deadline_fails_at_once() -> None:
+async def test_l17_retry_after_beyond_the_deadline_fails_at_once() -> None:
     quota = ProviderError(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", True, retry_after=60.0)
     model = ScriptedModel(Reply(error=quota))
     result = await turn(model, limits=TurnLimits(turn_timeout=5.0))
@@ -303,7 +303,7 @@ async def test_l3_retry_after_beyond_the_deadline_fails_at_once() -> None:
     assert result.elapsed < 5.0
 
 
-async def test_l3_503_after_visible_text_is_not_retried() -> None:
+async def test_l3_l20_l24_503_after_visible_text_is_not_retried() -> None:
     model = ScriptedModel(
         Reply([chunk(text("Partial answer")), error_chunk(503, "UNAVAILABLE", "overloaded")])
     )
@@ -343,7 +343,7 @@ async def test_l3_non_retryable_http_error_is_not_retried() -> None:
     )
 
 
-async def test_l3_provider_retries_are_bounded_per_step() -> None:
+async def test_l3_l15_provider_retries_are_bounded_per_step() -> None:
     err = ProviderError(500, "INTERNAL", "boom", True)
     model = ScriptedModel(Reply(error=err), Reply(error=err), Reply(error=err))
     result = await turn(model, limits=TurnLimits(**FAST))
@@ -359,7 +359,7 @@ def runaway(n: int) -> list[Reply]:
     return [calls(("lookup", {"q": str(i)}), seed=f"s{i}") for i in range(n)]
 
 
-async def test_l9_runaway_hits_step_cap_and_final_request_has_tools_disabled() -> None:
+async def test_l9_l27_runaway_hits_step_cap_and_final_request_has_tools_disabled() -> None:
     model = ScriptedModel(*runaway(3), Reply([final(finish_reason="STOP")]))
     result = await turn(model, tools=[lookup], limits=TurnLimits(max_steps=3))
     assert result.stop_reason is StopReason.STEP_CAP
@@ -378,7 +378,7 @@ async def test_l9_runaway_hits_step_cap_and_final_request_has_tools_disabled() -
     assert_replayable(result.contents)
 
 
-async def test_l9_final_answer_text_becomes_the_answer() -> None:
+async def test_l9_l24_final_answer_text_becomes_the_answer() -> None:
     model = ScriptedModel(*runaway(2), answer("Best answer so far."))
     result = await turn(model, tools=[lookup], limits=TurnLimits(max_steps=2))
     assert result.stop_reason is StopReason.STEP_CAP
@@ -405,7 +405,7 @@ async def test_l9_final_answer_is_bounded_by_synth_timeout() -> None:
 # -- L1 context guard ----------------------------------------------------------
 
 
-async def test_l1_context_cap_before_the_next_request() -> None:
+async def test_l1_l23_context_cap_before_the_next_request() -> None:
     model = ScriptedModel(calls(("lookup", {"q": "x" * 50}), prompt=90))
     result = await turn(model, tools=[lookup], limits=TurnLimits(max_context_tokens=100))
     assert result.stop_reason is StopReason.CONTEXT_CAP
@@ -489,7 +489,7 @@ async def test_l13_event_sequence_of_a_tool_turn() -> None:
     assert seen[-1] == events.TurnEnd(result)
 
 
-async def test_l13_streamed_call_arguments_are_delivered_live() -> None:
+async def test_l13_l30_streamed_call_arguments_are_delivered_live() -> None:
     streamed = streamed_call("lookup", {"q": "abc"}, id="s1", signature=signature("s"), piece=2)
     model = ScriptedModel(Reply([*streamed, final()]), answer("Done."))
     seen: list[Any] = []
@@ -520,7 +520,7 @@ async def test_l13_stream_turn_delivers_text_live() -> None:
     assert got[-1].result.text == "Hello world"
 
 
-async def test_l13_closing_stream_turn_early_cancels_the_turn_cleanly() -> None:
+async def test_l13_l45_closing_stream_turn_early_cancels_the_turn_cleanly() -> None:
     model = ScriptedModel(Reply([chunk(text("Hello"))], stall_after=1))
     async with aclosing(stream_turn(model, list(USER))) as stream:
         async for event in stream:
@@ -542,11 +542,16 @@ async def test_l13_async_on_event_is_awaited_in_order() -> None:
     assert order == ["StepStart", "TextDelta", "TextDelta", "StepEnd", "TurnEnd"]
 
 
-async def test_l13_retry_lifecycle_events() -> None:
+async def test_l13_l15_l41_retry_lifecycle_events() -> None:
     model = ScriptedModel(Reply([malformed_call()]), thought_then_500(), answer("Ok."))
     seen: list[Any] = []
     await turn(model, on_event=seen.append, limits=TurnLimits(**FAST))
-    phases = [e.phase for e in seen if isinstance(e, events.Lifecycle)]
-    assert phases == ["malformed-retry", "no-finish-retry"]
+    phases = [(e.phase, e.detail) for e in seen if isinstance(e, events.Lifecycle)]
+    # L41: a no-finish retry names the in-stream error it retried, as "{status} {code}: {message}"
+    internal = (
+        "500 INTERNAL: An internal error has occurred. Please retry or report in "
+        "https://developers.generativeai.google/guide/troubleshooting"
+    )
+    assert phases == [("malformed-retry", None), ("no-finish-retry", internal)]
     starts = [(e.step, e.attempt) for e in seen if isinstance(e, events.StepStart)]
     assert starts == [(1, 1), (1, 2), (1, 3)]

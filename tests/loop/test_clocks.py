@@ -229,7 +229,7 @@ async def test_l7_slow_chunks_within_stall_timeout_are_progress() -> None:
     assert result.stop_reason is StopReason.COMPLETED
 
 
-async def test_l7_tool_longer_than_stall_timeout_within_tool_timeout_is_not_a_stall() -> None:
+async def test_l7_l22_tool_longer_than_stall_timeout_within_tool_timeout_is_not_a_stall() -> None:
     model = ScriptedModel(calls(("slow", {"seconds": 0.15})), answer("Done."))
     result = await turn(
         model, tools=[slow], limits=TurnLimits(stall_timeout=0.05, tool_timeout=1.0)
@@ -259,7 +259,7 @@ async def test_l7_tool_without_own_timeout_stalls_unless_it_heartbeats() -> None
     assert result.stop_reason is StopReason.COMPLETED
 
 
-async def test_l7_precedence_deadline_and_abort_coincide() -> None:
+async def test_l7_l21_precedence_deadline_and_abort_coincide() -> None:
     abort = asyncio.Event()
 
     async def block_loop() -> str:
@@ -286,7 +286,7 @@ async def test_l7_precedence_abort_over_provider_error() -> None:
     assert result.stop_reason is StopReason.ABORTED
 
 
-def test_l10_duration_format() -> None:
+def test_l10_l25_duration_format() -> None:
     assert [_fmt_duration(s) for s in (0.05, 0.5, 1, 45, 59.6, 60, 125, 300, 3725)] == [
         "0.1s",
         "0.5s",
@@ -303,7 +303,7 @@ def test_l10_duration_format() -> None:
 # -- L8 wrap-up nudge ----------------------------------------------------------
 
 
-async def test_l8_wrapup_nudge_once_when_little_time_remains() -> None:
+async def test_l8_l28_wrapup_nudge_once_when_little_time_remains() -> None:
     model = ScriptedModel(
         calls(("lookup", {"q": "a"}), seed="a"),
         calls(("lookup", {"q": "b"}), seed="b"),

@@ -1,0 +1,281 @@
+"""Running one step's tool calls: every call answered on every exit path (L5, L6, L8, L26, L39, L42, L46)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from ..events import ToolCallEnd, ToolCallStart
+from ..limits import TurnLimits
+from ..tools import Tool, ToolContext
+from .clock import TurnClock, reap
+from .emit import Emitter
+from .messages import WRAPUP_NOTE, fmt_duration, fmt_seconds
+from .wire import Wire
+
+_ABORTED = {"error": "aborted"}
+
+
+class ToolRunner:
+    """Runs the tool calls of each step of one turn and answers them in the transcript."""
+
+    def __init__(
+        self,
+        tools: dict[str, Tool],
+        limits: TurnLimits,
+        abort: asyncio.Event | None,
+        clock: TurnClock,
+        emit: Emitter,
+        wire: Wire,
+        append: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.tools = tools
+        self.limits = limits
+        self.abort = abort
+        self.clock = clock
+        self.emit = emit
+        self.wire = wire
+        self.append = append
+        self.count = 0  # L26: calls answered other than aborted or repeated
+        self.nudged = False
+        self._cancelling = False  # the batch is being torn down by the turn
+        # L39: the first answered call of each id this turn (name, args, response), and
+        # this step's repeated calls (index of the first one, or an earlier step's response)
+        self._answered: dict[str, tuple[str, Any, dict[str, Any]]] = {}
+        self._repeats: dict[int, int | dict[str, Any]] = {}
+
+    async def run(self, step: int, calls: list[dict[str, Any]]) -> None:
+        """Run ``calls`` (the model content holding them is already appended) and answer them."""
+        responses: list[dict[str, Any] | None] = [None] * len(calls)
+        started = self.clock.now()
+        tasks: list[asyncio.Task[None]] = []
+        self._repeats = {}
+        # L42: from here on every exit answers every call, the awaited events included.
+        try:
+            if self.emit.active:
+                for i, call in enumerate(calls):
+                    await self.emit(
+                        ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
+                    )
+            await self._find_repeats(step, calls)
+            self.clock.progress()
+            started = self.clock.now()
+            # L5: calls run concurrently and are answered in call order; L39: once per call
+            run = [i for i in range(len(calls)) if i not in self._repeats]
+            if len(run) == 1:
+                # L46: one call runs in the turn's own task: a task of its own would cost a
+                # Task, two loop iterations and a context copy per step.
+                await self._call(step, run[0], calls[run[0]], responses)
+            else:
+                loop = self.clock.loop
+                tasks = [loop.create_task(self._call(step, i, calls[i], responses)) for i in run]
+                await asyncio.gather(*tasks)
+        except BaseException:  # L6: an abort or any exit answers every call
+            self._cancelling = True
+            try:
+                await reap(tasks)
+            finally:
+                self._cancelling = False
+                await self._answer(step, calls, responses, started, final=False)
+            raise
+        await self._answer(step, calls, responses, started, final=True)
+
+    async def _answer(
+        self,
+        step: int,
+        calls: list[dict[str, Any]],
+        responses: list[dict[str, Any] | None],
+        started: float,
+        *,
+        final: bool,
+    ) -> None:
+        """Append the user content with one function response per call, in call order.
+
+        L42: the content is appended before any event is emitted, so that an interrupt
+        while a handler is awaited cannot leave a call unanswered.
+        """
+        answers: list[dict[str, Any]] = []
+        cut_off: list[int] = []
+        repeated: list[int] = []
+        for i, call in enumerate(calls):
+            response = responses[i]
+            if response is None and i in self._repeats:  # L39: answered like the first one
+                source = self._repeats[i]
+                response = responses[source] if isinstance(source, int) else source
+                responses[i] = response
+                if response is not None:
+                    repeated.append(i)
+            call_id = call.get("id")
+            if isinstance(call_id, str) and response is not None and response != _ABORTED:
+                self._answered.setdefault(call_id, (call["name"], call.get("args") or {}, response))
+            if response is None:
+                response = {"error": "aborted"}  # L26: cut off by abort, deadline or stall
+                cut_off.append(i)
+            answers.append(response)
+        remaining = self.clock.remaining()
+        nudge = (
+            final
+            and not self.nudged
+            and remaining is not None
+            and remaining < self.limits.wrapup_lead
+            and self.limits.turn_budget_set  # L38: not for the defensive default
+        )
+        extra = []
+        if nudge:  # L8, L28: one text part after the function responses
+            assert remaining is not None
+            self.nudged = True
+            extra.append(WRAPUP_NOTE.format(remaining=fmt_duration(remaining)))
+        self.append(self.wire.tool_turn(calls, answers, extra))
+        if self.emit.active:
+            for i in repeated:  # events only after the content is in place (L42)
+                call, response = calls[i], answers[i]
+                status = "error" if "error" in response else "ok"
+                await self.emit(
+                    ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
+                )
+            for i in cut_off:
+                call = calls[i]
+                elapsed = self.clock.now() - started
+                await self.emit(
+                    ToolCallEnd(
+                        step, i, call.get("id"), call["name"], "aborted", elapsed, answers[i]
+                    )
+                )
+        if nudge:
+            await self.emit.lifecycle("wrapup", step, self.count)
+
+    async def _find_repeats(self, step: int, calls: list[dict[str, Any]]) -> None:
+        """L39: a call repeating an id of this turn with the same name and args runs once."""
+        self._repeats = {}
+        first: dict[str, int] = {}
+        for i, call in enumerate(calls):
+            call_id = call.get("id")
+            if not isinstance(call_id, str):
+                continue
+            j = first.setdefault(call_id, i)
+            source: int | dict[str, Any]
+            if j != i:
+                name, args, source = calls[j]["name"], calls[j].get("args") or {}, j
+                where = f"call {j} of this step"
+            elif call_id in self._answered:
+                name, args, source = self._answered[call_id]
+                where = "a call of an earlier step"
+            else:
+                continue
+            if name == call["name"] and args == (call.get("args") or {}):
+                self._repeats[i] = source
+                detail = (
+                    f"L39: call {i} repeats the id {call_id!r} of {where} with the same name and "
+                    "arguments; the tool ran once and each part gets its response"
+                )
+            else:
+                detail = (
+                    f"L39: call {i} reuses the id {call_id!r} of another call of this turn with "
+                    "a different name or arguments; both were run"
+                )
+            await self.emit.lifecycle(
+                "duplicate-call-id", step, self.count, call["name"], detail=detail
+            )
+
+    async def _call(
+        self, step: int, i: int, call: dict[str, Any], responses: list[dict[str, Any] | None]
+    ) -> None:
+        clock = self.clock
+        name = call["name"]
+        tool = self.tools.get(name)
+        start = clock.now()
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            response: dict[str, Any] = {
+                "error": f"Unknown tool {name!r}. Available tools: {known}."
+            }
+            status = "error"
+        else:
+            response, status = await self._invoke(step, tool, call, start)
+        responses[i] = response
+        self.count += 1
+        if status == "timeout":
+            await self.emit.lifecycle("tool-timeout", step, self.count, name)
+        if self.emit.active:
+            await self.emit(
+                ToolCallEnd(step, i, call.get("id"), name, status, clock.now() - start, response)
+            )
+
+    async def _invoke(
+        self, step: int, tool: Tool, call: dict[str, Any], start: float
+    ) -> tuple[dict[str, Any], str]:
+        """Run one tool within its timeout: (function response, ToolCallEnd status) (L26)."""
+        clock = self.clock
+        timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout
+        own = math.isfinite(timeout)
+        ctx = None
+        if tool.wants_context:
+            ctx = ToolContext(
+                abort=self.abort if self.abort is not None else asyncio.Event(),
+                deadline=min(start + timeout, clock.deadline),
+                heartbeat=clock.progress,
+                clock=clock.now,
+                tool_name=tool.name,
+                call_id=call.get("id"),
+                step=step,
+            )
+        # L46: when the turn's deadline comes first it ends the tool anyway: no timer.
+        # L22: a tool with its own timeout is bounded by it, so the stall clock waits.
+        armed = own and start + timeout < clock.deadline
+        window = clock.window(timeout if armed else None, hold=own)
+        try:
+            with window:
+                value = await tool.invoke(call.get("args") or {}, ctx)
+                return {"output": _jsonable(value)}, "ok"
+        except asyncio.CancelledError:
+            if ctx is not None:
+                ctx.cancelled.set()
+            if clock.interrupted or self._cancelling:
+                raise
+            return {"error": "CancelledError: the tool cancelled itself"}, "error"
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"}, "error"
+        finally:
+            if window.timed_out and ctx is not None:
+                ctx.cancelled.set()
+        # Reached only when the window suppressed its own cancellation: the tool timed out.
+        return {
+            "error": f"{tool.name} timed out after {fmt_seconds(timeout)}s and was stopped"
+        }, "timeout"
+
+
+def tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    """Tools by name; plain functions become tools (L5)."""
+    out: dict[str, Tool] = {}
+    for item in tools:
+        t = item if isinstance(item, Tool) else Tool.from_function(item)
+        if t.name in out:
+            raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
+        out[t.name] = t
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    """A tool's result as plain JSON (L26: dataclasses, enums, tuples ...)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    return orjson.loads(
+        orjson.dumps(
+            value,
+            default=_json_default,
+            option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
+        )
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return str(value)

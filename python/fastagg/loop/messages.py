@@ -1,0 +1,134 @@
+"""The texts a turn puts into the transcript and into its result (L8-L10, L24-L28, L41)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ProviderError
+from ..limits import StopReason, TurnLimits
+
+MALFORMED_NOTE = (
+    "Your previous function call was malformed. Call a declared function with valid JSON "
+    "arguments, one call at a time, or answer in plain text."
+)
+FINAL_ANSWER_NOTE = (
+    "You have reached the step limit for this turn, so tools are now disabled. Using only the "
+    "information gathered so far, give your best final answer now, and say briefly what is "
+    "still missing, if anything."
+)
+WRAPUP_NOTE = (
+    "Time check: about {remaining} of processing time remain for this turn. Finish now: give "
+    "your best answer from what you have gathered, and call another tool only if it is essential."
+)
+
+
+def stop_message(
+    stop: StopReason,
+    limits: TurnLimits,
+    tool_calls: int,
+    *,
+    stalled_for: float,
+    detail: str | None,
+    error: ProviderError | None,
+) -> str | None:
+    """The honest message of a turn that ended with ``stop`` (L10, L25); None when completed."""
+    n = tool_calls
+    if stop is StopReason.COMPLETED:
+        return None
+    if stop is StopReason.STEP_CAP:
+        if n:
+            return (
+                f"I gathered information across {_calls(n)} but reached the {limits.max_steps}-step "
+                "limit for a single turn before I could finish. Please narrow the request or break it "
+                "into smaller asks and I'll continue."
+            )
+        return (
+            f"I reached the {limits.max_steps}-step limit for a single turn before I could "
+            "finish. Please narrow the request or break it into smaller asks and I'll continue."
+        )
+    if stop is StopReason.TIME_LIMIT:
+        return (
+            f"I had to stop after {fmt_duration(limits.turn_timeout)} — this turn hit its "
+            f"processing time limit. I completed {_calls(n)} before stopping; ask me to continue "
+            "and I'll pick up from there."
+        )
+    if stop is StopReason.STALLED:
+        return (
+            f"I had to stop because this turn made no progress for {fmt_seconds(stalled_for)}s — "
+            "a tool or model call appears to be stuck. I completed "
+            f"{_calls(n)} before stopping; ask me to continue and I'll pick up from there."
+        )
+    if stop is StopReason.ABORTED:
+        return (
+            f"This turn was stopped before I could finish. I completed {_calls(n)} before stopping."
+        )
+    if stop is StopReason.CONTEXT_CAP:
+        return (
+            "I had to stop because this conversation no longer fits the model's context window. "
+            "Start a new conversation or ask me to summarize."
+        )
+    return f"The model service failed ({detail or error_detail(error)}). Please try again."
+
+
+def describe(error: ProviderError) -> str:
+    """A provider error in words for a lifecycle event (L41): status, code, message."""
+    label = " ".join(str(x) for x in (error.status, error.code) if x is not None)
+    return f"{label or 'error'}: {error.message}"
+
+
+def error_label(error: Mapping[str, Any]) -> str:
+    """``"500 INTERNAL"`` for an in-stream google.rpc error object."""
+    return (
+        " ".join(str(x) for x in (error.get("code"), error.get("status")) if x is not None)
+        or "unknown"
+    )
+
+
+def error_detail(error: ProviderError | None) -> str:
+    """The short ``{detail}`` of the provider-error message (L10, L25)."""
+    if error is None:
+        return "unknown error"
+    if error.kind == "http":
+        return " ".join(x for x in ("HTTP", str(error.status or ""), error.code or "") if x)
+    if error.kind == "in-stream":
+        label = " ".join(str(x) for x in (error.status, error.code) if x is not None)
+        return f"{label or 'an error'} in the response stream"
+    if error.kind == "connection":
+        return "connection lost"
+    if error.kind == "timeout":
+        return "request timed out"
+    if error.code == "MALFORMED_STREAM":
+        return "unreadable response stream"
+    return error.code or error.kind
+
+
+def _calls(n: int) -> str:
+    return f"{n} tool call" if n == 1 else f"{n} tool calls"
+
+
+def times(n: int) -> str:
+    """``"once"``, ``"2 times"``."""
+    return "once" if n == 1 else f"{n} times"
+
+
+def fmt_seconds(seconds: float) -> str:
+    """``30`` -> ``"30"``, ``0.05`` -> ``"0.05"``, ``90.0`` -> ``"90"`` (L25)."""
+    return f"{seconds:g}"
+
+
+def fmt_duration(seconds: float) -> str:
+    """``"0.5s"`` under a second, ``"45s"``, ``"2m 5s"``, ``"5m"``, ``"1h 2m"`` (L25)."""
+    if seconds < 1:
+        return f"{seconds:.1f}s"
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if not hours and not minutes:
+        return f"{secs}s"
+    pieces = [f"{hours}h"] if hours else []
+    if minutes:
+        pieces.append(f"{minutes}m")
+    if secs:
+        pieces.append(f"{secs}s")
+    return " ".join(pieces)

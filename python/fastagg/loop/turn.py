@@ -1,0 +1,400 @@
+"""One turn: the step driver (L1-L4, L7, L9-L12, L15, L20, L21, L24, L37, L40, L43).
+
+:class:`Turn` runs the steps in a task of its own and puts the parts together:
+the clock (:mod:`.clock`) cancels it when a cause fires, each step's response
+is judged by the pure classifier (:mod:`.classify`), tool calls go to the
+batch runner (:mod:`.batch`), the wire format stays behind :mod:`.wire`, and
+the texts come from :mod:`.messages`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._sdk_request import loop_inputs
+from ..errors import ProviderError
+from ..events import StepEnd, StepStart, TurnEnd, TurnEvent
+from ..limits import StopReason, TurnLimits, TurnResult
+from ..model import ModelClient
+from ..request import RequestGuard, map_finish_reason
+from ..signatures import (
+    Origin,
+    SignaturePolicy,
+    first_unsigned_call,
+    prepare_history,
+    requires_signatures,
+)
+from ..tools import Tool
+from .batch import ToolRunner, tool_map
+from .classify import Budget, Outcome, StepOutcome, Verdict, classify, history_error
+from .clock import TurnClock, first_stop, reap
+from .emit import DeltaEvents, Emitter
+from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
+from .stream import read_response
+from .usage import UsageMeter
+from .wire import GenerateContentWire
+
+_MAX_SERVER_DELAY = 300.0  # L44: a longer Retry-After / retryDelay ends the turn
+_RETRIES = (Outcome.PROVIDER_RETRY, Outcome.MALFORMED_RETRY, Outcome.NO_FINISH_RETRY)
+_GATHERED = (
+    Outcome.PROVIDER_ERROR,
+    Outcome.HISTORY_ERROR,
+    Outcome.TOOL_CALLS,
+    Outcome.NO_FINISH_ERROR,
+)
+
+
+class Turn:
+    """The state of one turn. Its methods are the steps; the parts hold the rest.
+
+    About 340 lines, over the house's ~300: the step methods and the result
+    assembly share the turn's progress (steps, retries, gathered text, error,
+    answer); moving the result out would hand all of it across a module
+    boundary. The next split, if one is wanted, is that record plus the result.
+    """
+
+    def __init__(
+        self,
+        model: ModelClient,
+        contents: list[dict[str, Any]],
+        tools: Sequence[Tool | Callable[..., Any]],
+        limits: TurnLimits | None,
+        abort: asyncio.Event | None,
+        system_instruction: str | dict[str, Any] | None,
+        config: dict[str, Any] | None,
+        sink: Callable[[TurnEvent], Any] | None,
+        *,
+        origins: Origin | Sequence[Origin | None] | None = None,
+        policy: SignaturePolicy | str = SignaturePolicy.AUTO,
+    ) -> None:
+        # G5: google-genai Content / GenerateContentConfig objects become REST dicts.
+        contents, tools, system_instruction, config = loop_inputs(
+            contents, tools, system_instruction, config
+        )
+        self.model = model
+        self.limits = limits = limits if limits is not None else TurnLimits()
+        tool_by_name = tool_map(tools)
+        # L33: the history is made acceptable to this model once; later contents are its own.
+        self.target = Origin.of(model)
+        self.contents, self.origins, self.signature_changes = prepare_history(
+            contents, origins, self.target, policy
+        )
+        guard = RequestGuard(require_signatures=requires_signatures(self.target.model))
+        self.wire = GenerateContentWire(
+            self.contents, list(tool_by_name.values()), system_instruction, config, guard
+        )
+        guard.extend(self.contents)
+        guard.check_end()
+        self.clock = TurnClock(limits, abort)
+        self.emit = Emitter(sink, self.clock, limits.max_steps, self.target.backend)
+        self.usage = UsageMeter(limits.max_context_tokens)
+        self.tools = ToolRunner(
+            tool_by_name, limits, abort, self.clock, self.emit, self.wire, self._append
+        )
+        self.steps = 0
+        self.retries = {"malformed": 0, "no-finish": 0, "provider": 0}
+        self.texts: list[str] = []  # answer text of failed or cut-off steps (L20, L24)
+        self.raw_finish: str | None = None
+        self.error: ProviderError | None = None
+        self.detail: str | None = None  # the {detail} of the provider-error message, if not derived
+        self.answer: str | None = None  # set when the model answered (or the final answer did)
+        self.blocked = False
+
+    # -- task management -------------------------------------------------
+
+    def start(self) -> asyncio.Task[TurnResult]:
+        self.task = asyncio.get_running_loop().create_task(self._main())
+        self.clock.bind(self.task)
+        return self.task
+
+    async def cancel(self) -> None:
+        """The caller gave up: cancel the turn and wait for its cleanup."""
+        self.clock.caller_cancelled = True
+        await reap([self.task])
+
+    async def _main(self) -> TurnResult:
+        clock = self.clock
+        outcome: StopReason | None = None
+        try:
+            try:
+                clock.start()
+                for change in self.signature_changes:  # L33: never silent
+                    await self._lifecycle(f"signature-{change.action}", 0, detail=change.detail)
+                outcome = await self._drive()
+            except asyncio.CancelledError:
+                if clock.caller_cancelled or clock.cause is None:
+                    raise  # L14: the caller's own cancellation propagates
+            finally:
+                clock.stop()
+            result = self._result(outcome)
+            if result.stop_reason is not StopReason.COMPLETED:
+                await self._lifecycle(
+                    result.stop_reason.value, min(self.steps, self.limits.max_steps)
+                )
+            await self.emit(TurnEnd(result))
+            return result
+        finally:
+            await clock.close()
+
+    async def _lifecycle(
+        self, phase: str, step: int, tool_name: str | None = None, *, detail: str | None = None
+    ) -> None:
+        await self.emit.lifecycle(phase, step, self.tools.count, tool_name, detail=detail)
+
+    def _append(self, content: dict[str, Any]) -> None:
+        self.contents.append(content)
+        if self.usage.cap is not None:  # L23: only a context cap needs the sizes
+            self.usage.appended(content)
+
+    def _gather(self, text: str) -> None:
+        if text:
+            self.texts.append(text)
+
+    # -- the steps -------------------------------------------------------
+
+    async def _drive(self) -> StopReason:
+        limits = self.limits
+        while True:
+            stop = self.clock.checkpoint()
+            if stop is not None:
+                return stop
+            if self.steps >= limits.max_steps:
+                return await self._final_answer()
+            if self.usage.exceeded():  # L1, L11: the context cap is checked before a request
+                return StopReason.CONTEXT_CAP
+            self.steps += 1
+            stop = await self._step(self.steps)
+            if stop is not None:
+                return stop
+
+    async def _step(self, step: int) -> StopReason | None:
+        """Run step ``step`` with its retries (L15); None when tools ran and the turn goes on."""
+        limits = self.limits
+        budget = Budget(
+            limits.provider_retries, limits.no_finish_retries, 0, limits.malformed_retries
+        )
+        retry: str | None = None  # the kind of retry the next attempt is
+        while True:
+            budget.attempt += 1
+            if budget.attempt > 1:
+                stop = self.clock.checkpoint()
+                if stop is not None:
+                    return stop
+            if retry is not None:  # L37: counted once it is really sent
+                self.retries[retry] += 1
+                retry = None
+            budget.malformed_sent = self.retries["malformed"]
+            result, error, visible = await self._request(
+                step, budget.attempt, self.wire.request(), self.clock.call_timeout()
+            )
+            response = self.wire.response(result)
+            self.raw_finish = response.finish
+            for warning in result.warnings:  # L40: two responses in one body, said out loud
+                if warning.startswith("E10:"):
+                    await self._lifecycle("response-id-changed", step, detail=warning)
+            verdict = classify(response, error, visible, budget)
+            if verdict.blocked:  # L19: a blocked prompt is an answer, its reason the raw finish
+                self.blocked = True
+                self.raw_finish = response.block_reason
+            outcome = verdict.outcome
+            delay = None
+            if outcome is Outcome.PROVIDER_RETRY:
+                assert verdict.error is not None
+                delay = self._retry_delay(verdict.error, limits.provider_retries - budget.provider)
+                if delay is None:  # L17, L44: the wait would not fit
+                    outcome = Outcome.PROVIDER_ERROR
+            await self._step_end(step, budget.attempt, response.finish, outcome.step_end)
+            if outcome in _RETRIES:
+                retry = await self._retry(step, outcome, verdict, budget, delay)
+                continue
+            if outcome in _GATHERED:
+                self._gather(result.text)
+            return await self._conclude(step, outcome, verdict, result)
+
+    async def _retry(
+        self, step: int, outcome: Outcome, verdict: Verdict, budget: Budget, delay: float | None
+    ) -> str:
+        """Prepare the next attempt of a step; the kind of retry it is (L3, L16, L18, L41)."""
+        if outcome is Outcome.PROVIDER_RETRY:
+            assert delay is not None
+            budget.provider -= 1
+            await self._lifecycle("provider-retry", step, detail=verdict.lifecycle)
+            with self.clock.hold():  # L22: waiting on purpose is not a stall
+                await asyncio.sleep(delay)
+            return "provider"
+        if outcome is Outcome.MALFORMED_RETRY:
+            # L18: the corrective note is its own content, not added twice in a row.
+            if verdict.note and not self.wire.is_note(self.contents[-1], MALFORMED_NOTE):
+                self._append(self.wire.note(MALFORMED_NOTE))
+            await self._lifecycle("malformed-retry", step, detail=verdict.lifecycle)
+            return "malformed"
+        budget.no_finish -= 1
+        await self._lifecycle("no-finish-retry", step, detail=verdict.lifecycle)
+        return "no-finish"
+
+    async def _conclude(
+        self, step: int, outcome: Outcome, verdict: Verdict, result: Any
+    ) -> StopReason | None:
+        """Act on a step's final verdict: run its tools, or end the turn."""
+        if outcome is Outcome.TOOL_CALLS:
+            content = self.wire.model_turn(result)
+            assert content is not None  # it holds the calls
+            self._append(content)
+            await self.tools.run(step, verdict.calls)
+            return None
+        if outcome is Outcome.ANSWER:
+            content = self.wire.model_turn(result)
+            if content is not None:
+                self._append(content)
+            self.answer = result.text
+            return StopReason.COMPLETED
+        if outcome is Outcome.HISTORY_ERROR:
+            where = first_unsigned_call(self.contents)
+            self.detail, self.error = history_error(where, result.finish_message)
+        else:
+            self.error = verdict.error
+            self.detail = verdict.detail
+        return StopReason.PROVIDER_ERROR
+
+    def _retry_delay(self, error: ProviderError, done: int) -> float | None:
+        """Seconds to wait before retry number ``done + 1``; None when that would pass the deadline."""
+        limits = self.limits
+        if error.retry_after is not None:
+            delay = max(0.0, float(error.retry_after))
+            if delay > _MAX_SERVER_DELAY:  # L44: do not wait that long, end the turn
+                return None
+        else:
+            delay = min(limits.retry_backoff * 2**done, limits.max_retry_backoff)
+            delay *= random.uniform(0.5, 1.0)
+        remaining = self.clock.remaining()
+        if remaining is not None and delay >= remaining:
+            return None
+        return delay
+
+    async def _step_end(
+        self, step: int, attempt: int, raw: str | None, outcome: StepOutcome
+    ) -> None:
+        if self.emit.active:
+            await self.emit(StepEnd(step, attempt, raw, self.usage.by_step[-1], outcome))
+
+    # -- one request -----------------------------------------------------
+
+    async def _request(
+        self,
+        step: int,
+        attempt: int,
+        request: dict[str, Any],
+        timeout: float | None,
+        kind: str = "step",
+    ) -> tuple[Any, ProviderError | None, bool]:
+        """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
+        if self.emit.active:  # L13: StepStart before each request
+            await self.emit(StepStart(step, self.limits.max_steps, attempt, kind))
+            await self.clock.take_pending()  # L43
+        self.clock.progress()
+
+        async def cut(partial: Any) -> None:
+            await self._interrupted(step, attempt, partial)
+
+        result, error, visible = await read_response(
+            self.model, self.wire, self.clock, DeltaEvents(self.emit, step), request, timeout, cut
+        )
+        self.usage.record(result.usage)
+        return result, error, visible
+
+    async def _interrupted(self, step: int, attempt: int, partial: Any) -> None:
+        """L20: a cut-off request's output is not appended; its usage and text still count."""
+        self.usage.record(partial.usage)
+        self._gather(partial.text)
+        self.raw_finish = partial.finish_reason
+        await self._step_end(step, attempt, partial.finish_reason, "interrupted")
+
+    # -- step cap (L9, L27) ----------------------------------------------
+
+    async def _final_answer(self) -> StopReason:
+        limits = self.limits
+        note = self.wire.note(FINAL_ANSWER_NOTE)
+        request = self.wire.final_request(note)
+        remaining = self.clock.remaining()
+        window = limits.synth_timeout if remaining is None else min(limits.synth_timeout, remaining)
+        step = limits.max_steps + 1
+        bound = self.clock.window(window)
+        with bound:
+            result, error, _ = await self._request(
+                step, 1, request, self.clock.call_timeout_within(window), "final-answer"
+            )
+        if bound.timed_out:  # the final answer timed out; the turn itself goes on to end
+            return StopReason.STEP_CAP
+        await self._step_end(step, 1, result.finish_reason, "final-answer")
+        if error is None and result.error is None and result.text and not result.function_calls:
+            self.contents.append(note)
+            self._append(result.content)
+            self.answer = result.text
+        return StopReason.STEP_CAP
+
+    # -- the result (L4, L10, L24) ---------------------------------------
+
+    def _result(self, outcome: StopReason | None) -> TurnResult:
+        answered = self.answer is not None
+        stop = outcome
+        if not answered:  # L21: precedence applies to every outcome but a delivered answer
+            found = self.clock.holding()
+            if outcome is not None:
+                found.append(outcome)
+            stop = first_stop(found)
+        assert stop is not None
+        n = self.tools.count
+        message = stop_message(
+            stop,
+            self.limits,
+            n,
+            stalled_for=self.clock.stalled_for,
+            detail=self.detail,
+            error=self.error,
+        )
+        if answered and (stop is StopReason.COMPLETED or stop is StopReason.STEP_CAP):
+            text = self.answer or ""
+        else:
+            gathered = "\n\n".join(self.texts)
+            text = f"{gathered}\n\n{message}" if gathered else (message or "")
+        return TurnResult(
+            stop_reason=stop,
+            finish_reason=self._finish_reason(stop, answered),
+            raw_finish_reason=self.raw_finish,
+            text=text,
+            message=message,
+            contents=self.contents,
+            steps_used=self.steps,
+            tool_call_count=n,
+            elapsed=self.clock.elapsed(),
+            usage=self.usage.total,
+            retries=self.retries,
+            error=self.error if stop is StopReason.PROVIDER_ERROR else None,
+            usage_by_step=self.usage.by_step,
+            signatures=self._signature_counts(),
+            content_origins=self._content_origins(),
+        )
+
+    def _finish_reason(self, stop: StopReason, answered: bool) -> str | None:
+        """L4, L24: the unified finish reason of the turn."""
+        if stop is StopReason.COMPLETED:
+            return "content-filter" if self.blocked else map_finish_reason(self.raw_finish)
+        if stop is StopReason.STEP_CAP:
+            return map_finish_reason(self.raw_finish) if answered else "tool-calls"
+        if stop is StopReason.PROVIDER_ERROR:
+            return "error"
+        return None
+
+    def _signature_counts(self) -> dict[str, int]:
+        counts = {"stripped": 0, "sentinels": 0}
+        for change in self.signature_changes:
+            counts["stripped" if change.action == "strip" else "sentinels"] += change.count
+        return counts
+
+    def _content_origins(self) -> list[Origin | None]:
+        """The origin of each transcript content: as declared, then this model's (L33)."""
+        added = self.contents[len(self.origins) :]
+        return [*self.origins, *(self.target if self.wire.is_model(c) else None for c in added)]

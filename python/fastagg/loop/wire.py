@@ -1,0 +1,201 @@
+"""The seam between the turn loop and a wire format (L2, L27, L31).
+
+The loop keeps the transcript as a list of contents and asks a :class:`Wire`
+for everything that depends on the format: the request of the next step, the
+aggregator of its stream, what of the aggregated result the classifier reads,
+the model content to append, and the user content answering the calls.
+:class:`GenerateContentWire` is the ``generateContent`` implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .. import StreamAggregator
+from ..request import RequestGuard
+from ..tools import Tool
+from .classify import Response
+
+
+class Wire(Protocol):
+    """What the loop needs from a wire format."""
+
+    def request(self) -> dict[str, Any]:
+        """The request of the next attempt over the transcript as it is now, checked (L2)."""
+        ...
+
+    def final_request(self, note: dict[str, Any]) -> dict[str, Any]:
+        """The step-cap request: the transcript, ``note``, tools off (L9, L27), checked (L2)."""
+        ...
+
+    def aggregator(self) -> Any:
+        """A fresh aggregator for one response stream."""
+        ...
+
+    def response(self, result: Any) -> Response:
+        """What :func:`~fastagg.loop.classify.classify` reads of an aggregated result."""
+        ...
+
+    def model_turn(self, result: Any) -> dict[str, Any] | None:
+        # L11: appended verbatim (signatures byte-exact); reasoning alone is not appended
+        """The content to append for a result; None when it holds nothing of substance."""
+        ...
+
+    def tool_turn(
+        self, calls: list[dict[str, Any]], responses: list[dict[str, Any]], extra: list[str]
+    ) -> dict[str, Any]:
+        """The user content answering ``calls`` in order, then ``extra`` text parts."""
+        ...
+
+    def note(self, text: str) -> dict[str, Any]:
+        """A user content of one text part (a note of the loop to the model)."""
+        ...
+
+    def is_note(self, content: dict[str, Any], text: str) -> bool: ...
+
+    def is_model(self, content: dict[str, Any]) -> bool:
+        """Whether a transcript content was produced by the model (L33 origins)."""
+        ...
+
+
+class GenerateContentWire:
+    """``generateContent`` requests over REST contents and parts."""
+
+    def __init__(
+        self,
+        contents: list[dict[str, Any]],
+        tools: list[Tool],
+        system_instruction: str | dict[str, Any] | None,
+        config: dict[str, Any] | None,
+        guard: RequestGuard,
+    ) -> None:
+        self.contents = contents
+        self.base = _base_request(tools, system_instruction, config)
+        # The request holds the transcript list itself: a step copies nothing, and
+        # the guard only checks the contents added since the previous request.
+        self._request: dict[str, Any] = {"contents": contents, **self.base}
+        self.guard = guard
+
+    def request(self) -> dict[str, Any]:
+        # L2: a request the service would reject raises before it is sent
+        self.guard.extend(self.contents)
+        self.guard.check_end()
+        return self._request
+
+    def final_request(self, note: dict[str, Any]) -> dict[str, Any]:
+        guard = self.guard.fork()
+        guard.extend(self.contents)
+        guard.add(note)
+        guard.check_end()
+        request = {**self.base, "contents": [*self.contents, note]}
+        request["toolConfig"] = _tools_off(request.get("toolConfig"))
+        return request
+
+    def aggregator(self) -> StreamAggregator[Any]:
+        return StreamAggregator()
+
+    def response(self, result: Any) -> Response:
+        unfinished = None
+        if result.unfinished_calls and result.function_calls:
+            k = result.unfinished_calls[0]
+            unfinished = (k, result.parts[k]["functionCall"].get("name"))
+        feedback = result.prompt_feedback
+        block = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
+        return Response(
+            result.finish_reason,
+            result.finish_message,
+            result.function_calls,
+            unfinished,
+            result.error,
+            str(block) if block else None,
+        )
+
+    def model_turn(self, result: Any) -> dict[str, Any] | None:
+        return result.content if _has_substance(result.parts) else None
+
+    def tool_turn(
+        self, calls: list[dict[str, Any]], responses: list[dict[str, Any]], extra: list[str]
+    ) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for call, response in zip(calls, responses, strict=True):
+            fr: dict[str, Any] = {}
+            if call.get("id") is not None:
+                fr["id"] = call["id"]
+            fr["name"] = call["name"]
+            fr["response"] = response
+            parts.append({"functionResponse": fr})
+        parts.extend({"text": text} for text in extra)
+        return {"role": "user", "parts": parts}
+
+    def note(self, text: str) -> dict[str, Any]:
+        return {"role": "user", "parts": [{"text": text}]}
+
+    def is_note(self, content: dict[str, Any], text: str) -> bool:
+        return content.get("role") == "user" and content.get("parts") == [{"text": text}]
+
+    def is_model(self, content: dict[str, Any]) -> bool:
+        return bool(content["role"] == "model")
+
+
+def _base_request(
+    tools: list[Tool],
+    system_instruction: str | dict[str, Any] | None,
+    config: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The request fields every step sends besides ``contents`` (L31)."""
+    base: dict[str, Any] = {}
+    if system_instruction is not None:
+        base["systemInstruction"] = (
+            {"parts": [{"text": system_instruction}]}
+            if isinstance(system_instruction, str)
+            else system_instruction
+        )
+    if tools:
+        base["tools"] = [{"functionDeclarations": [t.declaration() for t in tools]}]
+    # L31: config fields merge in deeply; its tools go after the declarations
+    for key, value in (config or {}).items():
+        if key == "contents":
+            raise ValueError("config cannot set contents; pass them as the contents argument")
+        if key == "tools" and "tools" in base:
+            base["tools"] = [*base["tools"], *value]
+        elif isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            base[key] = _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _tools_off(tool_config: Any) -> dict[str, Any]:
+    """``toolConfig`` with function calling disabled (mode NONE; no allowed names, L27)."""
+    config = dict(tool_config) if isinstance(tool_config, Mapping) else {}
+    calling = dict(config.get("functionCallingConfig") or {})
+    calling.pop("allowedFunctionNames", None)
+    calling["mode"] = "NONE"
+    config["functionCallingConfig"] = calling
+    return config
+
+
+def _has_substance(parts: list[dict[str, Any]]) -> bool:
+    """False for an empty or reasoning-only model content (thoughts, empty signed text)."""
+    for part in parts:
+        if part.get("thought") is True:
+            continue
+        if (
+            "text" in part
+            and not part["text"]
+            and all(k in ("text", "thought", "thoughtSignature") for k in part)
+        ):
+            continue
+        return True
+    return False
