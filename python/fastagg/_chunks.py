@@ -13,11 +13,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from ._json import JSONObject
+
 # SDK-side attributes of a google-genai response that are not wire data.
 _GENAI_LOCAL_FIELDS = {"sdk_http_response", "parsed", "automatic_function_calling_history"}
 
 
-def chunk_to_mapping(chunk: Any) -> dict[str, Any]:
+def chunk_to_mapping(chunk: Any) -> JSONObject:
     """Return ``chunk`` as a fresh REST camelCase dict of plain JSON values.
 
     Accepts a mapping, or a google-genai ``GenerateContentResponse`` (anything
@@ -40,7 +42,7 @@ def chunk_to_mapping(chunk: Any) -> dict[str, Any]:
         ) from None
 
 
-def _to_mapping(chunk: Any) -> dict[str, Any]:
+def _to_mapping(chunk: Any) -> JSONObject:
     if isinstance(chunk, Mapping):
         return _plain(chunk, "$", 1)  # type: ignore[no-any-return]
     if _model_of(type(chunk)) is not None:
@@ -171,7 +173,7 @@ def _plain(value: Any, where: str, depth: int) -> Any:
     if depth > MAX_DEPTH and isinstance(value, (Mapping, list, tuple)):
         raise ValueError(f"feed_chunk(): {where} is nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"feed_chunk(): key {key!r} in {where} is not a string")

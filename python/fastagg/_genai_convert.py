@@ -11,6 +11,8 @@ import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ._json import JSONObject
+
 if TYPE_CHECKING:
     from google.genai.types import GenerateContentResponse
 
@@ -36,7 +38,7 @@ def require_genai(what: str) -> ModuleType:
     return types
 
 
-def to_genai(data: dict[str, Any], stacklevel: int = 2) -> GenerateContentResponse:
+def to_genai(data: JSONObject, stacklevel: int = 2) -> GenerateContentResponse:
     """``data`` (a fresh ``AggregatedResponse.to_dict()``, changed here) as a ``GenerateContentResponse``.
 
     G1: the in-stream ``error`` object (the SDK's response type has no place

@@ -13,10 +13,11 @@ import math
 import re
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 
+from ._json import JSONObject
 from .errors import ProviderError
 
 #: HTTP statuses that are worth retrying (spec/contract/turn-loop.md L3).
@@ -28,13 +29,13 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
 
 
 def rpc_error(
-    error: dict[str, Any],
+    error: JSONObject,
     *,
     status: int | None,
     kind: Literal["http", "in-stream"],
     fallback: str,
     retry_after: float | None = None,
-    body: dict[str, Any] | None = None,
+    body: JSONObject | None = None,
 ) -> ProviderError:
     """The ProviderError of a google.rpc.Status object (``code``, ``message``, ``status``, ``details``).
 
@@ -96,7 +97,7 @@ def http_error(
     return ProviderError(status, None, message, status in RETRYABLE_STATUSES, retry_after)
 
 
-def stream_error(error: dict[str, Any]) -> ProviderError:
+def stream_error(error: JSONObject) -> ProviderError:
     """The ProviderError of an in-stream google.rpc error object (L16, L19)."""
     code = error.get("code")
     status = code if isinstance(code, int) and not isinstance(code, bool) else None

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._chunks import chunk_to_mapping
+from ._json import JSONObject, Request
 
 __all__ = ["loop_inputs", "to_sdk"]
 
@@ -75,10 +76,10 @@ def loop_inputs(
     return out_contents, tools, system_instruction, config
 
 
-def config_to_request(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+def config_to_request(config: Mapping[str, Any], where: str) -> JSONObject:
     """A GenerateContentConfig in camelCase as request fields (G5)."""
-    out: dict[str, Any] = {}
-    generation: dict[str, Any] = {}
+    out: JSONObject = {}
+    generation: JSONObject = {}
     for key, value in config.items():
         if key in SDK_ONLY:
             raise ValueError(
@@ -93,12 +94,12 @@ def config_to_request(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def to_sdk(request: Mapping[str, Any], timeout: float | None, types: Any) -> tuple[list[Any], Any]:
+def to_sdk(request: Request, timeout: float | None, types: Any) -> tuple[list[Any], Any]:
     """A REST ``GenerateContentRequest`` as google-genai ``contents`` and ``config`` (G6).
 
     Validated here, so a request the SDK cannot express fails before sending.
     """
-    config: dict[str, Any] = {}
+    config: JSONObject = {}
     contents: list[Any] = []
     for key, value in request.items():
         if key == "contents":

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ._json import Request
 from ._rpc import RETRYABLE_STATUSES as RETRYABLE_STATUSES
 from ._rpc import http_error as provider_error_from_response
 from ._rpc import parse_retry_after as parse_retry_after
@@ -210,7 +211,7 @@ class GeminiClient:
 
     @asynccontextmanager
     async def stream(
-        self, request: dict[str, Any], *, timeout: float | None = None
+        self, request: Request, *, timeout: float | None = None
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         """POST ``request`` and yield an iterator over the raw body chunks.
 

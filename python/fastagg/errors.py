@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._json import JSONObject
+
 
 class FastaggError(Exception):
     """Base class of every error fastagg raises on purpose."""
@@ -63,7 +65,7 @@ class ProviderError(FastaggError):
         retry_after: float | None = None,
         *,
         kind: str = "http",
-        body: dict[str, Any] | None = None,
+        body: JSONObject | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status

@@ -19,7 +19,9 @@ dropped from the answer).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
+
+from ._json import JSONObject, JSONValue, Usage
 
 if TYPE_CHECKING:
     from .limits import TurnResult
@@ -84,7 +86,7 @@ class ToolCallDelta:
     part: int
     name: str | None
     json_path: str | None
-    value: Any
+    value: JSONValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +97,7 @@ class ToolCallStart:
     index: int
     id: str | None
     name: str
-    args: dict[str, Any]
+    args: JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ class ToolCallEnd:
     name: str
     status: str
     elapsed: float
-    response: dict[str, Any]
+    response: JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,7 @@ class StepEnd:
     step: int
     attempt: int
     raw_finish_reason: str | None
-    usage: dict[str, Any]
+    usage: Usage
     outcome: str
 
 

@@ -34,6 +34,7 @@ import orjson
 from ._chunks import chunk_to_mapping
 from ._fastagg import AggregatedResponse, StreamAggregator
 from ._genai_convert import GenaiConversionWarning, require_genai
+from ._json import Request
 from ._rpc import RETRYABLE_STATUSES, parse_retry_after, retry_info_delay
 from ._sdk_request import to_sdk
 from .errors import FastaggError, ProviderError
@@ -322,7 +323,7 @@ class GenaiClient:
         return f"GenaiClient(model={self.model!r})"
 
     def stream(
-        self, request: dict[str, Any], *, timeout: float | None
+        self, request: Request, *, timeout: float | None
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """Send ``request`` (REST camelCase) through the SDK; the body as SSE bytes."""
         contents, config = to_sdk(request, timeout, types)

@@ -19,6 +19,7 @@ import httpx
 import orjson
 
 from ._fastagg import InteractionResponse, StreamAggregator
+from ._json import JSONObject
 from .client import GeminiClient, streaming_body
 from .errors import ProviderError
 
@@ -63,7 +64,7 @@ class InteractionsClient(GeminiClient):
             yield chunks
 
     def create(
-        self, request: dict[str, Any], *, timeout: float | None = None
+        self, request: JSONObject, *, timeout: float | None = None
     ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """POST ``request`` (``model`` and ``"stream": true`` added) and stream the body.
 
@@ -85,7 +86,7 @@ class InteractionsClient(GeminiClient):
 
     async def run(
         self,
-        request: dict[str, Any],
+        request: JSONObject,
         *,
         max_resumes: int = 3,
         on_delta: Callable[[Any], object] | None = None,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
+from ._json import Content, Usage
 from .errors import ProviderError
 from .signatures import Origin
 
@@ -133,13 +133,13 @@ class TurnResult:
     raw_finish_reason: str | None
     text: str
     message: str | None
-    contents: list[dict[str, Any]]
+    contents: list[Content]
     steps_used: int
     tool_call_count: int
     elapsed: float
-    usage: dict[str, Any]
+    usage: Usage
     retries: dict[str, int]
     error: ProviderError | None
-    usage_by_step: list[dict[str, Any]] = field(default_factory=list)
+    usage_by_step: list[Usage] = field(default_factory=list)
     signatures: dict[str, int] = field(default_factory=dict)
     content_origins: list[Origin | None] = field(default_factory=list)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from ._json import Request
 
 __all__ = ["ModelClient"]
 
@@ -35,7 +37,7 @@ class ModelClient(Protocol):
     model: str
 
     def stream(
-        self, request: dict[str, Any], *, timeout: float | None
+        self, request: Request, *, timeout: float | None
     ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """Send ``request`` and stream the raw response body."""
         ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._json import Content, FunctionCall
 from .errors import InvalidRequestError
 
 __all__ = ["SENTINEL_SIGNATURE", "check_request", "map_finish_reason", "strip_signatures"]
@@ -93,7 +94,7 @@ class RequestGuard:
         self._require_signatures = require_signatures
         self._seen = 0
         self._last_role: str | None = None
-        self._pending: list[dict[str, Any]] | None = None  # calls awaiting responses
+        self._pending: list[FunctionCall] | None = None  # calls awaiting responses
         self._pending_at = -1
         self._unsigned: list[
             str
@@ -164,7 +165,7 @@ class RequestGuard:
                     "by a user content with their function responses",
                     where,
                 )
-            calls: list[dict[str, Any]] = []
+            calls: list[FunctionCall] = []
             first_at = -1
             signed = False
             for j, part in enumerate(parts):
@@ -213,7 +214,7 @@ class RequestGuard:
                 self._unsigned.clear()
         self._last_role = role
 
-    def _match(self, i: int, calls: list[dict[str, Any]], responses: list[tuple[int, Any]]) -> None:
+    def _match(self, i: int, calls: list[FunctionCall], responses: list[tuple[int, Any]]) -> None:
         where = f"contents[{i}]"
         if len(responses) != len(calls):
             raise InvalidRequestError(
@@ -238,9 +239,7 @@ class RequestGuard:
                 )
 
 
-def strip_signatures(
-    contents: list[dict[str, Any]], *, sentinel: bool = True
-) -> list[dict[str, Any]]:
+def strip_signatures(contents: list[Content], *, sentinel: bool = True) -> list[Content]:
     """A copy of ``contents`` without thought signatures, for replay to a different model.
 
     Signatures are bound to the model that produced them (another model answers
@@ -251,7 +250,7 @@ def strip_signatures(
     ``"skip_thought_signature_validator"`` so Gemini 3 accepts the replay.
     Contents that need no change are shared with the input, not copied.
     """
-    out: list[dict[str, Any]] = []
+    out: list[Content] = []
     for content in contents:
         if content.get("role") != "model" or not any(
             isinstance(p, Mapping) and "thoughtSignature" in p for p in content.get("parts", ())

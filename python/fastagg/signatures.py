@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ._json import Content
 from .request import SENTINEL_SIGNATURE
 
 __all__ = [
@@ -138,11 +139,11 @@ class SignatureChange:
 
 
 def prepare_history(
-    contents: Sequence[dict[str, Any]],
+    contents: Sequence[Content],
     origins: Origin | Sequence[Origin | None] | None,
     target: Origin,
     policy: SignaturePolicy | str = SignaturePolicy.AUTO,
-) -> tuple[list[dict[str, Any]], list[Origin | None], list[SignatureChange]]:
+) -> tuple[list[Content], list[Origin | None], list[SignatureChange]]:
     """Apply the signature policy to ``contents`` for ``target`` (L33, L34).
 
     Returns the contents to send (unchanged ones shared, not copied), their
@@ -157,7 +158,7 @@ def prepare_history(
     tags = _origins(contents, origins)
     if policy is SignaturePolicy.KEEP:
         return list(contents), tags, []
-    out: list[dict[str, Any]] = []
+    out: list[Content] = []
     out_tags: list[Origin | None] = []
     foreign: list[int] = []  # input index of each foreign content kept in out, else -1
     changes: list[SignatureChange] = []
@@ -228,7 +229,7 @@ def _is_model(content: Any) -> bool:
     return isinstance(content, Mapping) and content.get("role") == "model"
 
 
-def _strip(content: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
+def _strip(content: Content) -> tuple[Content | None, int]:
     """The content without signatures (None when nothing is left) and how many were removed."""
     parts = content.get("parts")
     if not isinstance(parts, list):
@@ -247,7 +248,7 @@ def _strip(content: dict[str, Any]) -> tuple[dict[str, Any] | None, int]:
     return ({**content, "parts": kept} if kept else None), count
 
 
-def _sentinel(contents: list[dict[str, Any]], k: int) -> str | None:
+def _sentinel(contents: list[Content], k: int) -> str | None:
     """Put the sentinel on the first function call of ``contents[k]`` if it has no
     signature; the call's name when it did."""
     parts = contents[k].get("parts") or []

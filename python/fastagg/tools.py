@@ -28,6 +28,8 @@ from typing import Any, Literal, TypeVar, Union, overload
 
 import orjson
 
+from ._json import FunctionDeclaration, Schema
+
 __all__ = ["Tool", "ToolContext", "tool"]
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
@@ -130,7 +132,7 @@ class Tool:
         name: str,
         fn: Callable[..., Any],
         description: str | None = None,
-        parameters: dict[str, Any] | None = None,
+        parameters: Schema | None = None,
         *,
         timeout: float | None = None,
     ) -> None:
@@ -164,9 +166,9 @@ class Tool:
             raise TypeError(f"cannot name a tool after {fn!r}; wrap it in Tool(name, fn)")
         return cls(name, fn)
 
-    def declaration(self) -> dict[str, Any]:
+    def declaration(self) -> FunctionDeclaration:
         """The ``functionDeclarations`` entry (REST camelCase)."""
-        decl: dict[str, Any] = {"name": self.name}
+        decl: FunctionDeclaration = {"name": self.name}
         if self.description:
             decl["description"] = self.description
         if self.parameters and self.parameters.get("properties") != {}:
@@ -239,7 +241,7 @@ def _code_of(fn: Any) -> Any:
 @dataclasses.dataclass
 class _Derived:
     description: str | None
-    schema: dict[str, Any]
+    schema: Schema
     convert: dict[str, Convert]
     ctx_param: str | None
 
@@ -275,7 +277,7 @@ def _derive(fn: Callable[..., Any]) -> _Derived:
             "annotations` the types a tool names must be importable from its module, not local)"
         ) from exc
     summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
-    properties: dict[str, Any] = {}
+    properties: dict[str, Schema] = {}
     required: list[str] = []
     convert: dict[str, Convert] = {}
     ctx_param = None
@@ -298,7 +300,7 @@ def _derive(fn: Callable[..., Any]) -> _Derived:
             convert[pname] = conv
         if param.default is inspect.Parameter.empty:
             required.append(pname)
-    schema_obj: dict[str, Any] = {"type": "object", "properties": properties}
+    schema_obj: Schema = {"type": "object", "properties": properties}
     if required:
         schema_obj["required"] = required
     return _Derived(summary or None, schema_obj, convert, ctx_param)
@@ -360,7 +362,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 _PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def _schema(hint: Any, where: str, stack: tuple[Any, ...]) -> tuple[dict[str, Any], Convert | None]:
+def _schema(hint: Any, where: str, stack: tuple[Any, ...]) -> tuple[Schema, Convert | None]:
     """JSON schema of ``hint`` and, when the value needs it, a converter from JSON."""
     if hint is Any or hint is object or hint is inspect.Parameter.empty:
         return {}, None
@@ -407,7 +409,7 @@ def _schema(hint: Any, where: str, stack: tuple[Any, ...]) -> tuple[dict[str, An
                 f"{where}: fixed-length tuples are not supported; use tuple[T, ...] or list[T]"
             )
         item_schema, item_conv = _schema(args[0], where, stack) if args else ({}, None)
-        array: dict[str, Any] = {"type": "array"}
+        array: Schema = {"type": "array"}
         if item_schema:
             array["items"] = item_schema
         container: Any = list if origin in (list, Sequence, typing.Sequence) else origin
@@ -418,7 +420,7 @@ def _schema(hint: Any, where: str, stack: tuple[Any, ...]) -> tuple[dict[str, An
         if args and args[0] is not str:
             raise TypeError(f"{where}: dict keys must be str (JSON object keys), not {args[0]!r}")
         value_schema, value_conv = _schema(args[1], where, stack) if args else ({}, None)
-        obj_schema: dict[str, Any] = {"type": "object"}
+        obj_schema: Schema = {"type": "object"}
         if value_schema:
             obj_schema["additionalProperties"] = value_schema
         if value_conv is None:
@@ -427,7 +429,7 @@ def _schema(hint: Any, where: str, stack: tuple[Any, ...]) -> tuple[dict[str, An
     raise TypeError(f"{where}: type {hint!r} is not supported in tool parameters")
 
 
-def _enum_schema(values: list[Any]) -> dict[str, Any]:
+def _enum_schema(values: list[Any]) -> Schema:
     kinds = {type(v) for v in values}
     if kinds == {str}:
         return {"type": "string", "enum": values}
@@ -446,13 +448,13 @@ def _is_typeddict(hint: Any) -> bool:
 
 def _object_schema(
     cls: Any, where: str, stack: tuple[Any, ...], *, dataclass_: bool
-) -> tuple[dict[str, Any], Convert | None]:
+) -> tuple[Schema, Convert | None]:
     if cls in stack:
         raise TypeError(f"{where}: recursive type {cls.__name__} is not supported")
     stack = (*stack, cls)
     hints = typing.get_type_hints(cls)
     _, field_docs = _parse_docstring(inspect.getdoc(cls) or "")
-    properties: dict[str, Any] = {}
+    properties: dict[str, Schema] = {}
     required: list[str] = []
     convert: dict[str, Convert] = {}
     if dataclass_:
@@ -473,7 +475,7 @@ def _object_schema(
         properties[fname] = schema
         if conv is not None:
             convert[fname] = conv
-    obj: dict[str, Any] = {"type": "object", "properties": properties}
+    obj: Schema = {"type": "object", "properties": properties}
     if required:
         obj["required"] = required
     if not dataclass_:

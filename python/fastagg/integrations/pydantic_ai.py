@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fastagg import AggregatedResponse, CallEnd, CallStart, StreamAggregator
 from .._genai_convert import require_genai
+from .._json import FunctionCall, Part
 
 types = require_genai("fastagg.integrations.pydantic_ai")
 try:
@@ -134,7 +135,7 @@ async def whole_calls(
 
 def _parts(
     agg: StreamAggregator[AggregatedResponse], closed: list[CallEnd], emitted: set[tuple[int, int]]
-) -> list[tuple[int, int, dict[str, Any]]]:
+) -> list[tuple[int, int, FunctionCall]]:
     if not closed:
         return []
     snapshot = agg.snapshot()
@@ -152,7 +153,7 @@ def _parts(
     return out
 
 
-def _is_call(part: dict[str, Any], call: dict[str, Any]) -> bool:
+def _is_call(part: Part, call: FunctionCall) -> bool:
     fc = part.get("functionCall")
     return isinstance(fc, dict) and (fc.get("id"), fc.get("name"), fc.get("args", {})) == (
         call["id"],
@@ -162,7 +163,7 @@ def _is_call(part: dict[str, Any], call: dict[str, Any]) -> bool:
 
 
 def _with_calls(
-    chunk: GenerateContentResponse, calls: list[tuple[int, int, dict[str, Any]]]
+    chunk: GenerateContentResponse, calls: list[tuple[int, int, FunctionCall]]
 ) -> GenerateContentResponse:
     candidates = list(chunk.candidates or [])
     changed = False

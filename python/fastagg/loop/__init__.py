@@ -31,6 +31,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from .._json import Content, JSONObject
 from ..events import TurnEnd, TurnEvent
 from ..limits import TurnLimits, TurnResult
 from ..model import ModelClient
@@ -48,13 +49,13 @@ __all__ = ["run_turn", "stream_turn"]
 
 async def run_turn(
     model: ModelClient,
-    contents: list[dict[str, Any]],
+    contents: list[Content],
     *,
     tools: Sequence[Tool | Callable[..., Any]] = (),
     limits: TurnLimits | None = None,
     abort: asyncio.Event | None = None,
-    system_instruction: str | dict[str, Any] | None = None,
-    config: dict[str, Any] | None = None,
+    system_instruction: str | Content | None = None,
+    config: JSONObject | None = None,
     on_event: Callable[[TurnEvent], Any] | None = None,
     history_origin: Origin | Sequence[Origin | None] | None = None,
     signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
@@ -105,13 +106,13 @@ async def run_turn(
 
 async def stream_turn(
     model: ModelClient,
-    contents: list[dict[str, Any]],
+    contents: list[Content],
     *,
     tools: Sequence[Tool | Callable[..., Any]] = (),
     limits: TurnLimits | None = None,
     abort: asyncio.Event | None = None,
-    system_instruction: str | dict[str, Any] | None = None,
-    config: dict[str, Any] | None = None,
+    system_instruction: str | Content | None = None,
+    config: JSONObject | None = None,
     on_event: Callable[[TurnEvent], Any] | None = None,
     history_origin: Origin | Sequence[Origin | None] | None = None,
     signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,

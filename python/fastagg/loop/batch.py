@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from .._json import Content, FunctionCall, JSONObject
 from ..events import ToolCallEnd, ToolCallStart
 from ..limits import TurnLimits
 from ..tools import Tool, ToolContext
@@ -31,7 +32,7 @@ class ToolRunner:
         clock: TurnClock,
         emit: Emitter,
         wire: Wire,
-        append: Callable[[dict[str, Any]], None],
+        append: Callable[[Content], None],
     ) -> None:
         self.tools = tools
         self.limits = limits
@@ -45,12 +46,12 @@ class ToolRunner:
         self._cancelling = False  # the batch is being torn down by the turn
         # L39: the first answered call of each id this turn (name, args, response), and
         # this step's repeated calls (index of the first one, or an earlier step's response)
-        self._answered: dict[str, tuple[str, Any, dict[str, Any]]] = {}
-        self._repeats: dict[int, int | dict[str, Any]] = {}
+        self._answered: dict[str, tuple[str, Any, JSONObject]] = {}
+        self._repeats: dict[int, int | JSONObject] = {}
 
-    async def run(self, step: int, calls: list[dict[str, Any]]) -> None:
+    async def run(self, step: int, calls: list[FunctionCall]) -> None:
         """Run ``calls`` (the model content holding them is already appended) and answer them."""
-        responses: list[dict[str, Any] | None] = [None] * len(calls)
+        responses: list[JSONObject | None] = [None] * len(calls)
         started = self.clock.now()
         tasks: list[asyncio.Task[None]] = []
         self._repeats = {}
@@ -87,8 +88,8 @@ class ToolRunner:
     async def _answer(
         self,
         step: int,
-        calls: list[dict[str, Any]],
-        responses: list[dict[str, Any] | None],
+        calls: list[FunctionCall],
+        responses: list[JSONObject | None],
         started: float,
         *,
         final: bool,
@@ -98,7 +99,7 @@ class ToolRunner:
         L42: the content is appended before any event is emitted, so that an interrupt
         while a handler is awaited cannot leave a call unanswered.
         """
-        answers: list[dict[str, Any]] = []
+        answers: list[JSONObject] = []
         cut_off: list[int] = []
         repeated: list[int] = []
         for i, call in enumerate(calls):
@@ -148,7 +149,7 @@ class ToolRunner:
         if nudge:
             await self.emit.lifecycle("wrapup", step, self.count)
 
-    async def _find_repeats(self, step: int, calls: list[dict[str, Any]]) -> None:
+    async def _find_repeats(self, step: int, calls: list[FunctionCall]) -> None:
         """L39: a call repeating an id of this turn with the same name and args runs once."""
         self._repeats = {}
         first: dict[str, int] = {}
@@ -157,7 +158,7 @@ class ToolRunner:
             if not isinstance(call_id, str):
                 continue
             j = first.setdefault(call_id, i)
-            source: int | dict[str, Any]
+            source: int | JSONObject
             if j != i:
                 name, args, source = calls[j]["name"], calls[j].get("args") or {}, j
                 where = f"call {j} of this step"
@@ -182,7 +183,7 @@ class ToolRunner:
             )
 
     async def _call(
-        self, step: int, i: int, call: dict[str, Any], responses: list[dict[str, Any] | None]
+        self, step: int, i: int, call: FunctionCall, responses: list[JSONObject | None]
     ) -> None:
         clock = self.clock
         name = call["name"]
@@ -190,9 +191,7 @@ class ToolRunner:
         start = clock.now()
         if tool is None:
             known = ", ".join(self.tools) or "none"
-            response: dict[str, Any] = {
-                "error": f"Unknown tool {name!r}. Available tools: {known}."
-            }
+            response: JSONObject = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
             status = "error"
         else:
             response, status = await self._invoke(step, tool, call, start)
@@ -206,8 +205,8 @@ class ToolRunner:
             )
 
     async def _invoke(
-        self, step: int, tool: Tool, call: dict[str, Any], start: float
-    ) -> tuple[dict[str, Any], str]:
+        self, step: int, tool: Tool, call: FunctionCall, start: float
+    ) -> tuple[JSONObject, str]:
         """Run one tool within its timeout: (function response, ToolCallEnd status) (L26)."""
         clock = self.clock
         timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
+from .._json import FunctionCall, JSONObject
 from .._rpc import retryable, stream_error
 from ..errors import ProviderError
 from .messages import describe, error_label, times
@@ -62,9 +63,9 @@ class Response:
 
     finish: str | None
     finish_message: str | None = None
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[FunctionCall] = field(default_factory=list)
     unfinished: tuple[int, str | None] | None = None  # first unfinished call: part, name (L32)
-    error: dict[str, Any] | None = None  # the in-stream google.rpc error object
+    error: JSONObject | None = None  # the in-stream google.rpc error object
     block_reason: str | None = None  # promptFeedback.blockReason (L19)
 
 
@@ -77,13 +78,13 @@ class Budget:
     malformed_sent: int  # malformed retries sent in this turn
     malformed_max: int
     attempt: int = 0
-    stream_error: dict[str, Any] | None = None  # the last retryable no-finish error (L16)
+    stream_error: JSONObject | None = None  # the last retryable no-finish error (L16)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     outcome: Outcome
-    calls: list[dict[str, Any]] = field(default_factory=list)  # TOOL_CALLS: the calls to run
+    calls: list[FunctionCall] = field(default_factory=list)  # TOOL_CALLS: the calls to run
     error: ProviderError | None = None  # *_ERROR, PROVIDER_RETRY: the error
     detail: str | None = None  # MALFORMED_ERROR, NO_FINISH_ERROR: the message's {detail} (L25)
     lifecycle: str | None = None  # retries: the Lifecycle detail (L32, L41)
@@ -109,7 +110,7 @@ def classify(
 
 def _judge(
     response: Response,
-    calls: list[dict[str, Any]],
+    calls: list[FunctionCall],
     cut: str | None,
     blocked: bool,
     error: ProviderError | None,
@@ -161,7 +162,7 @@ def _malformed_error(raw: str | None, finish_message: str | None, tries: int) ->
     return Verdict(Outcome.MALFORMED_ERROR, error=error, detail=detail)
 
 
-def _no_finish_error(attempts: int, stream_err: dict[str, Any] | None) -> Verdict:
+def _no_finish_error(attempts: int, stream_err: JSONObject | None) -> Verdict:
     """L3.4, L16: no finish reason within the no-finish budget."""
     why = "" if stream_err is None else f"; last error in the stream: {error_label(stream_err)}"
     error = ProviderError(

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._json import Request
 from ..errors import MalformedStreamError, ProviderError
 from ..model import ModelClient
 from .clock import TurnClock
@@ -18,7 +19,7 @@ async def read_response(
     wire: Wire,
     clock: TurnClock,
     events: DeltaEvents,
-    request: dict[str, Any],
+    request: Request,
     timeout: float | None,
     on_cut: Callable[[Any], Awaitable[None]],
 ) -> tuple[Any, ProviderError | None, bool]:

@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._json import Content, JSONObject, Request
 from .._sdk_request import loop_inputs
 from ..errors import ProviderError
 from ..events import StepEnd, StepStart, TurnEnd, TurnEvent
@@ -59,12 +60,12 @@ class Turn:
     def __init__(
         self,
         model: ModelClient,
-        contents: list[dict[str, Any]],
+        contents: list[Content],
         tools: Sequence[Tool | Callable[..., Any]],
         limits: TurnLimits | None,
         abort: asyncio.Event | None,
-        system_instruction: str | dict[str, Any] | None,
-        config: dict[str, Any] | None,
+        system_instruction: str | Content | None,
+        config: JSONObject | None,
         sink: Callable[[TurnEvent], Any] | None,
         *,
         origins: Origin | Sequence[Origin | None] | None = None,
@@ -144,7 +145,7 @@ class Turn:
     ) -> None:
         await self.emit.lifecycle(phase, step, self.tools.count, tool_name, detail=detail)
 
-    def _append(self, content: dict[str, Any]) -> None:
+    def _append(self, content: Content) -> None:
         self.contents.append(content)
         if self.usage.cap is not None:  # L23: only a context cap needs the sizes
             self.usage.appended(content)
@@ -286,7 +287,7 @@ class Turn:
         self,
         step: int,
         attempt: int,
-        request: dict[str, Any],
+        request: Request,
         timeout: float | None,
         kind: str = "step",
     ) -> tuple[Any, ProviderError | None, bool]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from .._json import Content, Usage
+
 
 class UsageMeter:
     """Sums usage over the requests of a turn and estimates the next prompt's size."""
@@ -15,12 +17,12 @@ class UsageMeter:
 
     def __init__(self, max_context_tokens: int | None) -> None:
         self.cap = max_context_tokens
-        self.total: dict[str, Any] = {}
-        self.by_step: list[dict[str, Any]] = []
+        self.total: Usage = {}
+        self.by_step: list[Usage] = []
         self._prompt_tokens: int | None = None
         self._chars_since = 0
 
-    def record(self, usage: dict[str, Any] | None) -> None:
+    def record(self, usage: Usage | None) -> None:
         """One request's usage (``{}`` when it reported none)."""
         # L12: every request counts, failed attempts and the final answer included
         usage = usage or {}
@@ -32,7 +34,7 @@ class UsageMeter:
                 self._prompt_tokens = prompt
                 self._chars_since = 0
 
-    def appended(self, content: dict[str, Any]) -> None:
+    def appended(self, content: Content) -> None:
         """L23: what is appended after a reported prompt size counts as its compact JSON / 4."""
         self._chars_since += len(orjson.dumps(content))
 
@@ -43,7 +45,7 @@ class UsageMeter:
         return self._prompt_tokens + self._chars_since / 4 > self.cap
 
 
-def add_usage(total: dict[str, Any], usage: Mapping[str, Any]) -> None:
+def add_usage(total: Usage, usage: Mapping[str, Any]) -> None:
     """Sum ``usage`` into ``total`` field by field (L12); per-modality lists by modality."""
     for key, value in usage.items():
         if isinstance(value, bool) or not isinstance(value, (int, float, list)):

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .. import StreamAggregator
+from .._json import Content, FunctionCall, JSONObject, Part, Request
 from ..request import RequestGuard
 from ..tools import Tool
 from .classify import Response
@@ -21,11 +22,11 @@ from .classify import Response
 class Wire(Protocol):
     """What the loop needs from a wire format."""
 
-    def request(self) -> dict[str, Any]:
+    def request(self) -> Request:
         """The request of the next attempt over the transcript as it is now, checked (L2)."""
         ...
 
-    def final_request(self, note: dict[str, Any]) -> dict[str, Any]:
+    def final_request(self, note: Content) -> Request:
         """The step-cap request: the transcript, ``note``, tools off (L9, L27), checked (L2)."""
         ...
 
@@ -37,24 +38,24 @@ class Wire(Protocol):
         """What :func:`~fastagg.loop.classify.classify` reads of an aggregated result."""
         ...
 
-    def model_turn(self, result: Any) -> dict[str, Any] | None:
+    def model_turn(self, result: Any) -> Content | None:
         # L11: appended verbatim (signatures byte-exact); reasoning alone is not appended
         """The content to append for a result; None when it holds nothing of substance."""
         ...
 
     def tool_turn(
-        self, calls: list[dict[str, Any]], responses: list[dict[str, Any]], extra: list[str]
-    ) -> dict[str, Any]:
+        self, calls: list[FunctionCall], responses: list[JSONObject], extra: list[str]
+    ) -> Content:
         """The user content answering ``calls`` in order, then ``extra`` text parts."""
         ...
 
-    def note(self, text: str) -> dict[str, Any]:
+    def note(self, text: str) -> Content:
         """A user content of one text part (a note of the loop to the model)."""
         ...
 
-    def is_note(self, content: dict[str, Any], text: str) -> bool: ...
+    def is_note(self, content: Content, text: str) -> bool: ...
 
-    def is_model(self, content: dict[str, Any]) -> bool:
+    def is_model(self, content: Content) -> bool:
         """Whether a transcript content was produced by the model (L33 origins)."""
         ...
 
@@ -64,26 +65,26 @@ class GenerateContentWire:
 
     def __init__(
         self,
-        contents: list[dict[str, Any]],
+        contents: list[Content],
         tools: list[Tool],
-        system_instruction: str | dict[str, Any] | None,
-        config: dict[str, Any] | None,
+        system_instruction: str | Content | None,
+        config: JSONObject | None,
         guard: RequestGuard,
     ) -> None:
         self.contents = contents
         self.base = _base_request(tools, system_instruction, config)
         # The request holds the transcript list itself: a step copies nothing, and
         # the guard only checks the contents added since the previous request.
-        self._request: dict[str, Any] = {"contents": contents, **self.base}
+        self._request: Request = {"contents": contents, **self.base}
         self.guard = guard
 
-    def request(self) -> dict[str, Any]:
+    def request(self) -> Request:
         # L2: a request the service would reject raises before it is sent
         self.guard.extend(self.contents)
         self.guard.check_end()
         return self._request
 
-    def final_request(self, note: dict[str, Any]) -> dict[str, Any]:
+    def final_request(self, note: Content) -> Request:
         guard = self.guard.fork()
         guard.extend(self.contents)
         guard.add(note)
@@ -111,15 +112,15 @@ class GenerateContentWire:
             str(block) if block else None,
         )
 
-    def model_turn(self, result: Any) -> dict[str, Any] | None:
+    def model_turn(self, result: Any) -> Content | None:
         return result.content if _has_substance(result.parts) else None
 
     def tool_turn(
-        self, calls: list[dict[str, Any]], responses: list[dict[str, Any]], extra: list[str]
-    ) -> dict[str, Any]:
-        parts: list[dict[str, Any]] = []
+        self, calls: list[FunctionCall], responses: list[JSONObject], extra: list[str]
+    ) -> Content:
+        parts: list[Part] = []
         for call, response in zip(calls, responses, strict=True):
-            fr: dict[str, Any] = {}
+            fr: JSONObject = {}
             if call.get("id") is not None:
                 fr["id"] = call["id"]
             fr["name"] = call["name"]
@@ -128,23 +129,23 @@ class GenerateContentWire:
         parts.extend({"text": text} for text in extra)
         return {"role": "user", "parts": parts}
 
-    def note(self, text: str) -> dict[str, Any]:
+    def note(self, text: str) -> Content:
         return {"role": "user", "parts": [{"text": text}]}
 
-    def is_note(self, content: dict[str, Any], text: str) -> bool:
+    def is_note(self, content: Content, text: str) -> bool:
         return content.get("role") == "user" and content.get("parts") == [{"text": text}]
 
-    def is_model(self, content: dict[str, Any]) -> bool:
+    def is_model(self, content: Content) -> bool:
         return bool(content["role"] == "model")
 
 
 def _base_request(
     tools: list[Tool],
-    system_instruction: str | dict[str, Any] | None,
-    config: dict[str, Any] | None,
-) -> dict[str, Any]:
+    system_instruction: str | Content | None,
+    config: JSONObject | None,
+) -> JSONObject:
     """The request fields every step sends besides ``contents`` (L31)."""
-    base: dict[str, Any] = {}
+    base: JSONObject = {}
     if system_instruction is not None:
         base["systemInstruction"] = (
             {"parts": [{"text": system_instruction}]}
@@ -166,7 +167,7 @@ def _base_request(
     return base
 
 
-def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> JSONObject:
     out = dict(a)
     for key, value in b.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
@@ -176,7 +177,7 @@ def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _tools_off(tool_config: Any) -> dict[str, Any]:
+def _tools_off(tool_config: Any) -> JSONObject:
     """``toolConfig`` with function calling disabled (mode NONE; no allowed names, L27)."""
     config = dict(tool_config) if isinstance(tool_config, Mapping) else {}
     calling = dict(config.get("functionCallingConfig") or {})
@@ -186,7 +187,7 @@ def _tools_off(tool_config: Any) -> dict[str, Any]:
     return config
 
 
-def _has_substance(parts: list[dict[str, Any]]) -> bool:
+def _has_substance(parts: list[Part]) -> bool:
     """False for an empty or reasoning-only model content (thoughts, empty signed text)."""
     for part in parts:
         if part.get("thought") is True:

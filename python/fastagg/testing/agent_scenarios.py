@@ -20,8 +20,7 @@ the final answers :data:`INTERLEAVED_ANSWER` and :data:`STREAMED_ANSWER`.
 
 from __future__ import annotations
 
-from typing import Any
-
+from .._json import JSONObject
 from .chunks import call, chunk, final, signature, streamed_call, text, thought, usage
 from .fake import Step
 from .scenarios import NOTE_BODY
@@ -37,19 +36,19 @@ __all__ = [
 ]
 
 AGENT_PROMPT = "What's the weather in Paris? And save me a picnic note."
-INTERLEAVED_CALLS: list[tuple[str, dict[str, Any]]] = [
+INTERLEAVED_CALLS: list[tuple[str, JSONObject]] = [
     ("save_note", {"title": "Picnic", "body": "Sunscreen and a hat."}),
     ("get_weather", {"city": "Paris"}),
 ]
-STREAMED_CALLS: list[tuple[str, dict[str, Any]]] = [
+STREAMED_CALLS: list[tuple[str, JSONObject]] = [
     ("save_note", {"title": "Picnic packing list", "body": NOTE_BODY}),
 ]
 INTERLEAVED_ANSWER = "Paris: 24 °C and sunny. I saved your note \u201cPicnic\u201d."
 STREAMED_ANSWER = "Saved \u201cPicnic packing list\u201d for you."
 
 
-def _fragment(call_id: str, path: str, value: str, *, more: bool = False) -> dict[str, Any]:
-    arg: dict[str, Any] = {"jsonPath": path, "stringValue": value}
+def _fragment(call_id: str, path: str, value: str, *, more: bool = False) -> JSONObject:
+    arg: JSONObject = {"jsonPath": path, "stringValue": value}
     if more:
         arg["willContinue"] = True
     return {"functionCall": {"id": call_id, "partialArgs": [arg], "willContinue": True}}

@@ -14,6 +14,8 @@ import base64
 import hashlib
 from typing import Any
 
+from .._json import JSONObject, Part
+
 __all__ = [
     "MODEL_VERSION",
     "call",
@@ -31,8 +33,7 @@ __all__ = [
 
 MODEL_VERSION = "gemini-3-flash-preview"
 
-Part = dict[str, Any]
-Chunk = dict[str, Any]
+Chunk = JSONObject  # one streamed GenerateContentResponse
 
 
 def signature(seed: str) -> str:
@@ -68,7 +69,7 @@ def signature_part(sig: str) -> Part:
 
 def call(
     name: str,
-    args: dict[str, Any] | None,
+    args: JSONObject | None,
     *,
     id: str | None = None,
     signature: str | None = None,
@@ -79,7 +80,7 @@ def call(
     ``args=None`` leaves ``args`` out; ``will_continue`` opens a streamed call
     (see :func:`streamed_call`).
     """
-    fc: dict[str, Any] = {}
+    fc: JSONObject = {}
     if id is not None:
         fc["id"] = id
     fc["name"] = name
@@ -108,12 +109,12 @@ def chunk(
     *parts: Part,
     finish_reason: str | None = None,
     finish_message: str | None = None,
-    usage: dict[str, Any] | None = None,
+    usage: JSONObject | None = None,
     response_id: str | None = None,
     model_version: str | None = MODEL_VERSION,
 ) -> Chunk:
     """One ``GenerateContentResponse`` with candidate 0 holding ``parts``."""
-    candidate: dict[str, Any] = {}
+    candidate: JSONObject = {}
     if parts:
         candidate["content"] = {"parts": list(parts), "role": "model"}
     if finish_reason is not None:
@@ -135,7 +136,7 @@ def final(
     sig: str | None = None,
     *,
     finish_reason: str = "STOP",
-    usage: dict[str, Any] | None = None,
+    usage: JSONObject | None = None,
     response_id: str | None = None,
 ) -> Chunk:
     """The last chunk of an answer: the finish reason, with the signed empty part when ``sig`` is given."""
@@ -145,7 +146,7 @@ def final(
 
 def streamed_call(
     name: str,
-    args: dict[str, Any],
+    args: JSONObject,
     *,
     id: str | None = None,
     signature: str | None = None,
@@ -171,12 +172,12 @@ def streamed_call(
     return chunks
 
 
-def _fragments(path: str, value: Any, piece: int) -> list[dict[str, Any]]:
+def _fragments(path: str, value: Any, piece: int) -> list[JSONObject]:
     if isinstance(value, str):
         pieces = [value[i : i + piece] for i in range(0, len(value), piece)] or [""]
         out = []
         for n, fragment in enumerate(pieces):
-            arg: dict[str, Any] = {"jsonPath": path, "stringValue": fragment}
+            arg: JSONObject = {"jsonPath": path, "stringValue": fragment}
             if n < len(pieces) - 1:
                 arg["willContinue"] = True
             out.append(arg)
@@ -205,7 +206,7 @@ def error_chunk(
 def malformed_call(
     message: str = "Malformed function call: print(default_api.get_weather(city=Paris",
     *,
-    usage: dict[str, Any] | None = None,
+    usage: JSONObject | None = None,
 ) -> Chunk:
     """A ``MALFORMED_FUNCTION_CALL`` finish with no content, as the service sends it."""
     return chunk(finish_reason="MALFORMED_FUNCTION_CALL", finish_message=message, usage=usage)

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._json import Content, JSONObject
 from ..signatures import Origin
 from .chunks import (
     call,
@@ -56,7 +57,7 @@ DEMO_PROMPT = (
 RUNAWAY_PROMPT = "Find out everything about the history of the croissant."
 STALLED_PROMPT = "Summarize this very long report."
 
-_WEATHER: dict[str, dict[str, Any]] = {
+_WEATHER: dict[str, JSONObject] = {
     "Paris": {"city": "Paris", "temp_c": 24, "sky": "sunny", "rain_chance": 0.05, "wind_kmh": 8},
     "London": {
         "city": "London",
@@ -73,7 +74,7 @@ NOTE_BODY = (
 )
 
 
-def get_weather(city: str) -> dict[str, Any]:
+def get_weather(city: str) -> JSONObject:
     """Current weather and weekend outlook for a city.
 
     Args:
@@ -85,7 +86,7 @@ def get_weather(city: str) -> dict[str, Any]:
     return dict(data)
 
 
-def save_note(title: str, body: str) -> dict[str, Any]:
+def save_note(title: str, body: str) -> JSONObject:
     """Save a short note for the user.
 
     Args:
@@ -109,7 +110,7 @@ def demo_tools() -> list[Callable[..., Any]]:
     return [get_weather, save_note]
 
 
-def demo_history(prompt: str = DEMO_PROMPT) -> tuple[list[dict[str, Any]], list[Origin | None]]:
+def demo_history(prompt: str = DEMO_PROMPT) -> tuple[list[Content], list[Origin | None]]:
     """An earlier exchange with ``gemini-2.5-flash`` (its answer signed), then ``prompt``:
     the contents and their origins, for ``run_turn(..., history_origin=...)``."""
     earlier = {

@@ -18,6 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import Content, JSONObject, Part
 from ..signatures import requires_signatures
 
 __all__ = [
@@ -79,7 +80,7 @@ class Rejection:
     status: str = "INVALID_ARGUMENT"
     code: int = 400
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> JSONObject:
         """The google.rpc.Status error body the service answers with."""
         return {"error": {"code": self.code, "message": self.message, "status": self.status}}
 
@@ -96,17 +97,17 @@ def decode_signature(sig: str) -> bytes | None:
         return None
 
 
-def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
+def _get(obj: JSONObject, camel: str, snake: str) -> Any:
     # The proto JSON parser accepts both spellings; google-genai sends a mix.
     return obj[camel] if camel in obj else obj.get(snake)
 
 
-def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
+def _parts(content: Content) -> list[Part]:
     parts = content.get("parts")
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
-def _role(content: dict[str, Any]) -> str:
+def _role(content: Content) -> str:
     role = content.get("role")
     return role if isinstance(role, str) and role else "user"
 
@@ -148,9 +149,7 @@ def validate_request(
     return rejection
 
 
-def _check_signatures(
-    contents: list[dict[str, Any]], known: Collection[bytes] | None
-) -> Rejection | None:
+def _check_signatures(contents: list[Content], known: Collection[bytes] | None) -> Rejection | None:
     for i, content in enumerate(contents):
         for j, part in enumerate(_parts(content)):
             sig = _get(part, "thoughtSignature", "thought_signature")
@@ -175,7 +174,7 @@ def _is_sentinel(sig: str, raw: bytes) -> bool:
 
 
 # S3: a step is a run of consecutive model contents, as google-genai chat stores history
-def _steps(contents: list[dict[str, Any]]) -> list[tuple[int, int]]:
+def _steps(contents: list[Content]) -> list[tuple[int, int]]:
     """(first, end) index ranges of runs of consecutive model contents."""
     runs: list[tuple[int, int]] = []
     i = 0
@@ -191,7 +190,7 @@ def _steps(contents: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return runs
 
 
-def _calls(contents: list[dict[str, Any]], first: int, end: int) -> list[tuple[int, int, Any]]:
+def _calls(contents: list[Content], first: int, end: int) -> list[tuple[int, int, Any]]:
     return [
         (i, j, _get(part, "functionCall", "function_call"))
         for i in range(first, end)
@@ -200,7 +199,7 @@ def _calls(contents: list[dict[str, Any]], first: int, end: int) -> list[tuple[i
     ]
 
 
-def _check_responses(contents: list[dict[str, Any]], warnings: list[str]) -> Rejection | None:
+def _check_responses(contents: list[Content], warnings: list[str]) -> Rejection | None:
     answered: set[int] = set()
     for first, end in _steps(contents):
         calls = _calls(contents, first, end)
@@ -236,7 +235,7 @@ def _check_responses(contents: list[dict[str, Any]], warnings: list[str]) -> Rej
     return None
 
 
-def _check_current_turn(contents: list[dict[str, Any]]) -> Rejection | None:
+def _check_current_turn(contents: list[Content]) -> Rejection | None:
     # The turn starts after the last user content that carries no function response.
     start = 0
     for i, content in enumerate(contents):
