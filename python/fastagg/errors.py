@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ._json import JSONObject
+
+ProviderErrorKind = Literal[
+    "http", "in-stream", "connection", "no-finish-reason", "malformed", "timeout", "history"
+]
+"""``ProviderError.kind``: where the failure came from (a Literal: the values stay plain strings)."""
 
 
 class FastaggError(Exception):
@@ -52,7 +57,8 @@ class ProviderError(FastaggError):
     another short code, ``retryable`` whether trying again can help,
     ``retry_after`` the delay the service asked for in seconds (``Retry-After``
     or ``RetryInfo.retryDelay``), ``kind`` one of ``"http"``, ``"in-stream"``,
-    ``"connection"``, ``"no-finish-reason"``, ``"malformed"``, ``"timeout"``;
+    ``"connection"``, ``"no-finish-reason"``, ``"malformed"``, ``"timeout"``,
+    ``"history"`` (the model refused the history, L35; see :data:`ProviderErrorKind`);
     ``body`` the error object as received, when there was one.
     """
 
@@ -64,7 +70,7 @@ class ProviderError(FastaggError):
         retryable: bool,
         retry_after: float | None = None,
         *,
-        kind: str = "http",
+        kind: ProviderErrorKind = "http",
         body: JSONObject | None = None,
     ) -> None:
         super().__init__(message)

@@ -19,7 +19,7 @@ dropped from the answer).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Literal, Union
 
 from ._json import JSONObject, JSONValue, Usage
 
@@ -28,16 +28,53 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Lifecycle",
+    "Phase",
     "StepEnd",
+    "StepKind",
+    "StepOutcome",
     "StepStart",
     "TextDelta",
     "ThoughtDelta",
     "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
+    "ToolStatus",
     "TurnEnd",
     "TurnEvent",
 ]
+
+# The closed sets of strings the events carry (L13), so a type checker catches a misspelt
+# comparison. Literal aliases rather than enums: the values stay the plain strings users
+# already compare against, and enum.StrEnum would need Python 3.11.
+StepKind = Literal["step", "final-answer"]
+"""``StepStart.kind``."""
+
+StepOutcome = Literal[
+    "answer", "tool-calls", "malformed", "no-finish", "error", "interrupted", "final-answer"
+]
+"""``StepEnd.outcome``."""
+
+ToolStatus = Literal["ok", "error", "timeout", "aborted"]
+"""``ToolCallEnd.status``."""
+
+Phase = Literal[
+    "time-limit",
+    "stalled",
+    "aborted",
+    "step-cap",
+    "context-cap",
+    "provider-error",
+    "tool-timeout",
+    "malformed-retry",
+    "no-finish-retry",
+    "provider-retry",
+    "wrapup",
+    "signature-strip",
+    "signature-sentinel",
+    "duplicate-call-id",
+    "response-id-changed",
+]
+"""``Lifecycle.phase``: the L13 phases, then those of L33, L39 and L40."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +89,7 @@ class StepStart:
     step: int
     max_steps: int
     attempt: int = 1
-    kind: str = "step"
+    kind: StepKind = "step"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +146,7 @@ class ToolCallEnd:
     index: int
     id: str | None
     name: str
-    status: str
+    status: ToolStatus
     elapsed: float
     response: JSONObject
 
@@ -127,7 +164,7 @@ class StepEnd:
     attempt: int
     raw_finish_reason: str | None
     usage: Usage
-    outcome: str
+    outcome: StepOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +187,7 @@ class Lifecycle:
     ``provider-retry`` retries, the in-stream error of a ``no-finish-retry``.
     """
 
-    phase: str
+    phase: Phase
     step: int
     max_steps: int
     tool_name: str | None

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import cast
 
 from ._json import Content, Usage
 from .errors import ProviderError
+from .events import Phase
 from .signatures import Origin
 
 __all__ = ["StopReason", "TurnLimits", "TurnResult"]
@@ -109,6 +111,13 @@ class StopReason(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def phase(self) -> Phase:
+        """The ``Lifecycle.phase`` announcing this end (every reason but ``COMPLETED``, L13)."""
+        if self is StopReason.COMPLETED:
+            raise ValueError("a completed turn has no lifecycle phase")
+        return cast("Phase", self.value)  # the values are L13 phases (tested)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from ._json import Content
+from .events import Phase
 from .request import SENTINEL_SIGNATURE
 
 __all__ = [
@@ -117,11 +118,16 @@ class SignaturePolicy(str, Enum):
 class SignatureChange:
     """One change :func:`prepare_history` made; ``where`` names the content as given."""
 
-    action: str  # "strip" or "sentinel"
+    action: Literal["strip", "sentinel"]
     where: str
     count: int
     origin: Origin
     target: Origin
+
+    @property
+    def phase(self) -> Phase:
+        """The ``Lifecycle.phase`` that reports this change (L33)."""
+        return "signature-strip" if self.action == "strip" else "signature-sentinel"
 
     @property
     def detail(self) -> str:

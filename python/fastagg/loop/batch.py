@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from .._json import Content, FunctionCall, JSONObject
-from ..events import ToolCallEnd, ToolCallStart
+from ..events import ToolCallEnd, ToolCallStart, ToolStatus
 from ..limits import TurnLimits
 from ..tools import Tool, ToolContext
 from .clock import TurnClock, reap
@@ -134,7 +134,7 @@ class ToolRunner:
         if self.emit.active:
             for i in repeated:  # events only after the content is in place (L42)
                 call, response = calls[i], answers[i]
-                status = "error" if "error" in response else "ok"
+                status: ToolStatus = "error" if "error" in response else "ok"
                 await self.emit(
                     ToolCallEnd(step, i, call.get("id"), call["name"], status, 0.0, response)
                 )
@@ -192,7 +192,7 @@ class ToolRunner:
         if tool is None:
             known = ", ".join(self.tools) or "none"
             response: JSONObject = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
-            status = "error"
+            status: ToolStatus = "error"
         else:
             response, status = await self._invoke(step, tool, call, start)
         responses[i] = response
@@ -206,7 +206,7 @@ class ToolRunner:
 
     async def _invoke(
         self, step: int, tool: Tool, call: FunctionCall, start: float
-    ) -> tuple[JSONObject, str]:
+    ) -> tuple[JSONObject, ToolStatus]:
         """Run one tool within its timeout: (function response, ToolCallEnd status) (L26)."""
         clock = self.clock
         timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from .._json import FunctionCall, JSONObject
 from .._rpc import retryable, stream_error
 from ..errors import ProviderError
+from ..events import StepOutcome
 from .messages import describe, error_label, times
 
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
-
-StepOutcome = Literal[
-    "answer", "tool-calls", "error", "malformed", "no-finish", "interrupted", "final-answer"
-]
 
 
 class Outcome(enum.Enum):

@@ -10,7 +10,7 @@ from typing import Any
 from .. import ArgDelta as _AggArgDelta
 from .. import CallStart as _AggCallStart
 from .. import TextDelta as _AggTextDelta
-from ..events import Lifecycle, TextDelta, ThoughtDelta, ToolCallDelta, TurnEvent
+from ..events import Lifecycle, Phase, TextDelta, ThoughtDelta, ToolCallDelta, TurnEvent
 from .clock import TurnClock
 
 
@@ -41,7 +41,7 @@ class Emitter:
 
     async def lifecycle(
         self,
-        phase: str,
+        phase: Phase,
         step: int,
         tool_calls: int,
         tool_name: str | None = None,

@@ -17,7 +17,7 @@ from typing import Any
 from .._json import Content, JSONObject, Request
 from .._sdk_request import loop_inputs
 from ..errors import ProviderError
-from ..events import StepEnd, StepStart, TurnEnd, TurnEvent
+from ..events import Phase, StepEnd, StepKind, StepOutcome, StepStart, TurnEnd, TurnEvent
 from ..limits import StopReason, TurnLimits, TurnResult
 from ..model import ModelClient
 from ..request import RequestGuard, map_finish_reason
@@ -30,7 +30,7 @@ from ..signatures import (
 )
 from ..tools import Tool
 from .batch import ToolRunner, tool_map
-from .classify import Budget, Outcome, StepOutcome, Verdict, classify, history_error
+from .classify import Budget, Outcome, Verdict, classify, history_error
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
 from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
@@ -123,7 +123,7 @@ class Turn:
             try:
                 clock.start()
                 for change in self.signature_changes:  # L33: never silent
-                    await self._lifecycle(f"signature-{change.action}", 0, detail=change.detail)
+                    await self._lifecycle(change.phase, 0, detail=change.detail)
                 outcome = await self._drive()
             except asyncio.CancelledError:
                 if clock.caller_cancelled or clock.cause is None:
@@ -133,7 +133,7 @@ class Turn:
             result = self._result(outcome)
             if result.stop_reason is not StopReason.COMPLETED:
                 await self._lifecycle(
-                    result.stop_reason.value, min(self.steps, self.limits.max_steps)
+                    result.stop_reason.phase, min(self.steps, self.limits.max_steps)
                 )
             await self.emit(TurnEnd(result))
             return result
@@ -141,7 +141,7 @@ class Turn:
             await clock.close()
 
     async def _lifecycle(
-        self, phase: str, step: int, tool_name: str | None = None, *, detail: str | None = None
+        self, phase: Phase, step: int, tool_name: str | None = None, *, detail: str | None = None
     ) -> None:
         await self.emit.lifecycle(phase, step, self.tools.count, tool_name, detail=detail)
 
@@ -289,7 +289,7 @@ class Turn:
         attempt: int,
         request: Request,
         timeout: float | None,
-        kind: str = "step",
+        kind: StepKind = "step",
     ) -> tuple[Any, ProviderError | None, bool]:
         """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
         if self.emit.active:  # L13: StepStart before each request
