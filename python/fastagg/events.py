@@ -25,6 +25,7 @@ from ._json import JSONObject, JSONValue, Usage
 
 if TYPE_CHECKING:
     from .limits import TurnResult
+    from .signatures import Backend
 
 __all__ = [
     "Lifecycle",
@@ -193,7 +194,7 @@ class Lifecycle:
     tool_name: str | None
     tool_call_count: int
     elapsed: float
-    provider: str | None = None
+    provider: Backend | None = None
     timestamp: float | None = None
     detail: str | None = None
 

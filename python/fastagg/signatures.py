@@ -24,13 +24,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ._json import Content
 from .events import Phase
 from .request import SENTINEL_SIGNATURE
 
 __all__ = [
+    "Backend",
     "Origin",
     "SignatureChange",
     "SignaturePolicy",
@@ -40,7 +41,10 @@ __all__ = [
     "requires_signatures",
 ]
 
-_BACKENDS = ("gemini", "vertex")
+Backend = Literal["gemini", "vertex"]
+"""Where a model runs: ``"gemini"`` (Gemini API) or ``"vertex"`` (Vertex AI)."""
+
+_BACKENDS = get_args(Backend)
 _FAMILY = re.compile(r"^(gemini-\d+(?:\.\d+)?)(?:[.-]|$)")
 _PRE_SIGNATURE = re.compile(r"^gemini-[12](?:\.\d+)?$")
 
@@ -67,7 +71,7 @@ class Origin:
     """Which model, on which backend (``"gemini"``: Gemini API, ``"vertex"``), produced a content."""
 
     model: str
-    backend: str = "gemini"
+    backend: Backend = "gemini"
 
     def __post_init__(self) -> None:
         if self.backend not in _BACKENDS:
@@ -92,7 +96,7 @@ class Origin:
         return f"{self.model} ({'Vertex AI' if self.backend == 'vertex' else 'Gemini API'})"
 
 
-def _backend(model: Any) -> str:
+def _backend(model: Any) -> Backend:
     return "vertex" if getattr(model, "vertex", False) is True else "gemini"
 
 

@@ -11,6 +11,7 @@ from .. import ArgDelta as _AggArgDelta
 from .. import CallStart as _AggCallStart
 from .. import TextDelta as _AggTextDelta
 from ..events import Lifecycle, Phase, TextDelta, ThoughtDelta, ToolCallDelta, TurnEvent
+from ..signatures import Backend
 from .clock import TurnClock
 
 
@@ -24,7 +25,7 @@ class Emitter:
         sink: Callable[[TurnEvent], Any] | None,
         clock: TurnClock,
         max_steps: int,
-        provider: str,
+        provider: Backend,
     ) -> None:
         self.sink = sink
         self.active = sink is not None
