@@ -17,9 +17,17 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import orjson
+
+if TYPE_CHECKING:  # annotations only: the commands import what they run lazily
+    from . import AggregatedResponse
+    from .client import GeminiClient
+    from .events import TurnEvent
+    from .limits import TurnResult
+    from .signatures import Origin
+    from .testing import Step
 
 __all__ = ["main"]
 
@@ -253,7 +261,7 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _not_a_whole_stream(result: Any, events: int, size: int) -> str | None:
+def _not_a_whole_stream(result: AggregatedResponse, events: int, size: int) -> str | None:
     """Why the input is not one whole model response, in words (K2), or None when it is."""
     if size == 0:
         return "the input is empty: there is no stream to aggregate"
@@ -291,7 +299,7 @@ def _not_a_whole_stream(result: Any, events: int, size: int) -> str | None:
     return None
 
 
-def _aggregate_payload(args: argparse.Namespace, result: Any) -> Any:
+def _aggregate_payload(args: argparse.Namespace, result: AggregatedResponse) -> object:
     if args.parts:
         return result.parts
     if args.response:
@@ -317,7 +325,7 @@ def _aggregate_payload(args: argparse.Namespace, result: Any) -> Any:
 # --- replay-server -------------------------------------------------------------------------------
 
 
-def _load_scenario(name: str) -> list[Any]:
+def _load_scenario(name: str) -> list[Step]:
     from .testing import demo_scenario, load_script, runaway_scenario, stalled_scenario
 
     if name in BUILTIN_SCENARIOS and not Path(name).exists():
@@ -353,7 +361,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _serve(args: argparse.Namespace, steps: list[Any]) -> None:
+async def _serve(args: argparse.Namespace, steps: list[Step]) -> None:
     from .testing import FakeGemini, RecordedRequest
 
     def log(record: RecordedRequest) -> None:
@@ -406,7 +414,7 @@ class _UsageError(Exception):
     pass
 
 
-def _live_client(model: str) -> Any:
+def _live_client(model: str) -> GeminiClient:
     from .client import GeminiClient
 
     if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
@@ -428,7 +436,7 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
 
     prompt = args.prompt or DEMO_PROMPT
     contents = [{"role": "user", "parts": [{"text": prompt}]}]
-    origins: list[Any] | None = None
+    origins: list[Origin | None] | None = None
     config = {"generationConfig": {"thinkingConfig": {"includeThoughts": True}}}
     limits = TurnLimits(max_steps=10, turn_timeout=180.0, stall_timeout=60.0)
     server = None
@@ -501,7 +509,7 @@ class _Printer:
         self.stream = stream
         self.color = color
         # "thought", "text", (step, part) of a streamed call, or "" at a line start
-        self.mode: Any = ""
+        self.mode: str | tuple[int, int] = ""
         self.path: str | None = None
 
     def _c(self, code: str, text: str) -> str:
@@ -524,7 +532,7 @@ class _Printer:
         self.line(self._c("1", "fastagg demo") + self._c("2", f"  ({where})"))
         self.line(self._c("1", "user: ") + prompt)
 
-    def event(self, event: Any, elapsed: float) -> None:
+    def event(self, event: TurnEvent, elapsed: float) -> None:
         from . import events as ev
 
         if isinstance(event, ev.StepStart):
@@ -596,7 +604,7 @@ class _Printer:
         elif isinstance(event, ev.TurnEnd):
             self.summary(event.result)
 
-    def summary(self, result: Any) -> None:
+    def summary(self, result: TurnResult) -> None:
         usage = result.usage or {}
         color = "32" if str(result.stop_reason) == "completed" else "31"
         self.line("")
