@@ -56,7 +56,7 @@ async def run_turn(
     abort: asyncio.Event | None = None,
     system_instruction: str | Content | None = None,
     config: JSONObject | None = None,
-    on_event: Callable[[TurnEvent], Any] | None = None,
+    on_event: Callable[[TurnEvent], object] | None = None,
     history_origin: Origin | Sequence[Origin | None] | None = None,
     signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
 ) -> TurnResult:
@@ -113,7 +113,7 @@ async def stream_turn(
     abort: asyncio.Event | None = None,
     system_instruction: str | Content | None = None,
     config: JSONObject | None = None,
-    on_event: Callable[[TurnEvent], Any] | None = None,
+    on_event: Callable[[TurnEvent], object] | None = None,
     history_origin: Origin | Sequence[Origin | None] | None = None,
     signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
 ) -> AsyncIterator[TurnEvent]:
@@ -127,7 +127,7 @@ async def stream_turn(
     ``aclose()``.
     """
     queue: asyncio.Queue[Any] = asyncio.Queue()
-    sink: Callable[[TurnEvent], Any]
+    sink: Callable[[TurnEvent], object]
     if on_event is None:
         sink = queue.put_nowait
     else:

@@ -22,7 +22,7 @@ class Emitter:
 
     def __init__(
         self,
-        sink: Callable[[TurnEvent], Any] | None,
+        sink: Callable[[TurnEvent], object] | None,
         clock: TurnClock,
         max_steps: int,
         provider: Backend,

@@ -66,7 +66,7 @@ class Turn:
         abort: asyncio.Event | None,
         system_instruction: str | Content | None,
         config: JSONObject | None,
-        sink: Callable[[TurnEvent], Any] | None,
+        sink: Callable[[TurnEvent], object] | None,
         *,
         origins: Origin | Sequence[Origin | None] | None = None,
         policy: SignaturePolicy | str = SignaturePolicy.AUTO,
