@@ -35,7 +35,9 @@ from . import StreamAggregator
 from . import TextDelta as _AggTextDelta
 from ._sdk_request import loop_inputs
 from .client import retry_info_delay
+from .continuation import MAX_HOPS, MAX_RESUMES, Hops, checkpoint_token, hop_request, hop_token
 from .errors import MalformedStreamError, ProviderError
+from .interactions_wire import InteractionsTurn
 from .events import (
     Lifecycle,
     StepEnd,
@@ -255,12 +257,17 @@ class _Turn:
             contents, origins, self.target, policy
         )
         self.request: dict[str, Any] = {"contents": self.contents, **self.base}
-        self.guard = RequestGuard(require_signatures=requires_signatures(self.target.model))
+        # I22: on the Interactions API signatures live on the model's steps, checked there.
+        self.interactions = getattr(model, "api", None) == "interactions"
+        self.guard = RequestGuard(
+            require_signatures=not self.interactions and requires_signatures(self.target.model)
+        )
         self.guard.extend(self.contents)
         self.guard.check_end()
         self.track_context = limits.max_context_tokens is not None
         # progress of the turn
         self.steps = 0
+        self.hops = 0  # L62: continuation hops sent this turn
         self.tool_calls = 0
         self.usage: dict[str, Any] = {}
         self.usage_by_step: list[dict[str, Any]] = []
@@ -664,30 +671,98 @@ class _Turn:
         timeout: float | None,
         kind: str = "step",
     ) -> tuple[Any, ProviderError | None, bool]:
-        """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
-        loop = self.loop
-        sink = self.sink
-        if sink is not None:
+        """Send one request and aggregate its stream: (result, transport error, visible output seen).
+
+        Long decode (L56-L61): a hop ending with a continuation token is followed by
+        the same request with the token, and a drop after a checkpoint is resumed;
+        the result is then every segment read as one (:class:`Hops`).
+        """
+        if self.sink is not None:
             await self._emit(StepStart(step, self.limits.max_steps, attempt, kind))
             await self._take_pending_interrupt()
-        self.last_progress = loop.time()
-        agg = StreamAggregator()
         self.call_names: dict[int, str | None] = {}
+        segments: list[Any] = []
+        visible = False
+        sent = request
+        resumes = 0
+        while True:
+            agg = StreamAggregator(api="interactions") if self.interactions else StreamAggregator()
+            opener = self.model.stream(sent, timeout=timeout)
+            while True:
+                error, seen, covered = await self._read(step, attempt, agg, opener, segments)
+                visible = visible or seen
+                partial = agg.snapshot() if error is not None and self.interactions else None
+                # I26: a stored interaction is resumed where it dropped, into the same aggregate.
+                if (
+                    partial is not None
+                    and self.interactions
+                    and error.kind in ("connection", "timeout")
+                    and partial.interaction_id is not None
+                    and request.get("store") is not False
+                    and resumes < MAX_RESUMES
+                ):
+                    resumes += 1
+                    agg.reconnect()
+                    await self._lifecycle("stream-resume", step, detail=_resumed(error, resumes))
+                    opener = self.model.resume(  # type: ignore[attr-defined]
+                        partial.interaction_id, partial.last_event_id, timeout=timeout
+                    )
+                    continue
+                break
+            result = agg.close()
+            self._record_usage(result.usage)
+            if self.interactions:
+                result = InteractionsTurn(result)
+            segments.append(result)
+            token = hop_token(result) if error is None else None
+            if token is None and error is not None and error.kind in ("connection", "timeout"):
+                # L59: resume from the checkpoint when it covers everything received.
+                token = checkpoint_token(result) if covered and resumes < MAX_RESUMES else None
+                if token is not None:
+                    resumes += 1
+                    sent = hop_request(request, result, token)
+                    await self._lifecycle("continuation-resume", step, detail=_resumed(error, resumes))
+                    continue
+                token = None
+            if token is None or len(segments) >= MAX_HOPS:
+                view = segments[0] if len(segments) == 1 else Hops(segments)
+                return view, error, visible
+            self.hops += 1
+            resumes = 0
+            sent = hop_request(request, result, token)  # L58: the same request, never the partial output
+            await self._lifecycle(
+                "continuation", step, detail=f"L56: hop {len(segments) + 1} of step {step}"
+            )
+            await self._take_pending_interrupt()
+
+    async def _read(
+        self, step: int, attempt: int, agg: Any, opener: Any, segments: list[Any]
+    ) -> tuple[ProviderError | None, bool, bool]:
+        """Feed one body into ``agg``: (transport error, visible output, and whether the
+        latest continuation token came in the last body chunk that had output, L59)."""
+        loop = self.loop
+        self.last_progress = loop.time()  # L60: a hop or a resume is progress
         visible = False
         error: ProviderError | None = None
+        marker = b"continuation_token" if self.interactions else b"continuationToken"
+        token_at = output_at = 0
+        n = 0
         first_timeout = self.limits.first_output_timeout
         waiting = first_timeout is not None
         if first_timeout is not None:
             self.stall_holds += 1
             self.handles["first"] = loop.call_later(first_timeout, self._interrupt, "first-output")
         try:
-            async with self.model.stream(request, timeout=timeout) as body:
+            async with opener as body:
                 async for chunk in body:
                     if waiting:
                         waiting = False
                         self.stall_holds -= 1
                         self.handles.pop("first").cancel()
                     self.last_progress = loop.time()
+                    n += 1
+                    if marker in chunk:
+                        token_at = n
                     try:
                         deltas = agg.feed(chunk)
                     except MalformedStreamError as exc:
@@ -697,6 +772,7 @@ class _Turn:
                         )
                         break
                     if deltas:
+                        output_at = n
                         visible = await self._deltas(step, deltas) or visible
             if error is None:
                 # A last event without a trailing blank line is shown live too (D5).
@@ -716,9 +792,9 @@ class _Turn:
         except asyncio.CancelledError:
             partial = agg.snapshot()
             self._record_usage(partial.usage)
-            self._gather(partial.text)
-            self.raw_finish = partial.finish_reason
-            await self._step_end(step, attempt, partial.finish_reason, "interrupted")
+            self._gather("".join(s.text for s in segments) + partial.text)
+            self.raw_finish = partial.status if self.interactions else partial.finish_reason
+            await self._step_end(step, attempt, self.raw_finish, "interrupted")
             raise
         finally:
             if waiting:
@@ -726,9 +802,7 @@ class _Turn:
                 handle = self.handles.pop("first", None)
                 if handle is not None:
                     handle.cancel()
-        result = agg.close()
-        self._record_usage(result.usage)
-        return result, error, visible
+        return error, visible, token_at >= output_at
 
     async def _deltas(self, step: int, deltas: list[Any]) -> bool:
         """Deliver text and thought deltas as events; True when visible output came."""
@@ -763,7 +837,8 @@ class _Turn:
         self.usage_by_step.append(usage)
         if usage:
             _add_usage(self.usage, usage)
-            prompt = usage.get("promptTokenCount")
+            # L23 / I27: the prompt size as either API reports it
+            prompt = usage.get("promptTokenCount", usage.get("total_input_tokens"))
             if isinstance(prompt, int):
                 self.prompt_tokens = prompt
                 self.chars_since = 0
@@ -1112,6 +1187,7 @@ class _Turn:
             usage_by_step=self.usage_by_step,
             signatures=self._signature_counts(),
             content_origins=self._content_origins(),
+            hops=self.hops,
         )
 
     def _signature_counts(self) -> dict[str, int]:
@@ -1318,6 +1394,10 @@ def _json_default(value: Any) -> Any:
     if callable(dump):
         return dump(mode="json")
     return str(value)
+
+
+def _resumed(error: ProviderError, n: int) -> str:
+    return f"L59: resume {n} of {MAX_RESUMES} after {_describe(error)}"
 
 
 def _calls(n: int) -> str:
