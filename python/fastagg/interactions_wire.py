@@ -35,6 +35,7 @@ _ERROR_CODES = {
     "gateway_timeout": 504,
     "deadline_exceeded": 504,
 }
+_RUNNING = frozenset({"in_progress", "queued", "idle"})
 _LOOP_KEYS = frozenset(
     {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "continuationToken"}
 )
@@ -201,7 +202,9 @@ class InteractionsTurn:
     def __init__(self, response: Any) -> None:
         self.response = response
         self.steps: list[dict[str, Any]] = response.steps
-        self.finish_reason: str | None = response.status
+        status = response.status
+        # I25: a status the interaction is still in is no finish (a dropped hop says in_progress).
+        self.finish_reason: str | None = None if status in _RUNNING else status
         self.text: str = response.text
         self.usage: dict[str, Any] | None = response.usage
         self.warnings: list[str] = response.warnings

@@ -774,7 +774,7 @@ class _Turn:
                     if deltas:
                         output_at = n
                         visible = await self._deltas(step, deltas) or visible
-            if error is None:
+            if error is None and not self.interactions:
                 # A last event without a trailing blank line is shown live too (D5).
                 deltas = agg.finish()
                 if deltas:
