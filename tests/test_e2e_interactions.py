@@ -55,12 +55,26 @@ async def test_i22_parallel_streamed_calls_then_stateful_follow_up() -> None:
     assert result.text == "Paris: 18 C, clear. London: 12 C, rain."
     assert (result.finish_reason, result.raw_finish_reason) == ("stop", "completed")
     assert result.tool_call_count == 2
-    assert result.usage == {"total_input_tokens": 142, "total_output_tokens": 36, "total_tokens": 343}
+    assert result.usage == {
+        "total_input_tokens": 142,
+        "total_output_tokens": 36,
+        "total_tokens": 343,
+    }
     follow = records[1][3]
     assert follow["previous_interaction_id"] == "v1_fake1"
     assert follow["input"] == [
-        {"type": "function_result", "call_id": "fc7k2m9q", "name": "get_weather", "result": "18 C, clear"},
-        {"type": "function_result", "call_id": "q3v8t1xz", "name": "get_weather", "result": "12 C, rain"},
+        {
+            "type": "function_result",
+            "call_id": "fc7k2m9q",
+            "name": "get_weather",
+            "result": "18 C, clear",
+        },
+        {
+            "type": "function_result",
+            "call_id": "q3v8t1xz",
+            "name": "get_weather",
+            "result": "12 C, rain",
+        },
     ]
     assert follow["tools"] == records[0][3]["tools"]  # I23: turn-scoped, re-sent
     paths = [(e.part, e.json_path, e.value) for e in events if type(e).__name__ == "ToolCallDelta"]
@@ -116,7 +130,11 @@ LONG = [
     InteractionTurn(
         [
             {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}},
-            {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": "Chapter 2. "}},
+            {
+                "event_type": "step.delta",
+                "index": 0,
+                "delta": {"type": "text", "text": "Chapter 2. "},
+            },
             checkpoint_event("tok-b"),
             {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": "lost"}},
         ],
@@ -166,8 +184,12 @@ CLASSIC_LONG = [
         drop_after=1,
     ),
     hop(
-        chunk(text(" Coolant loops."), finish_reason="CONTINUATION", continuation_token="Cp4-hop2",
-              usage=usage(65585, 100)),
+        chunk(
+            text(" Coolant loops."),
+            finish_reason="CONTINUATION",
+            continuation_token="Cp4-hop2",
+            usage=usage(65585, 100),
+        ),
     ),
     hop(chunk(text(" Appendix C."), finish_reason="STOP", usage=usage(65700, 18840, 1032))),
 ]
@@ -206,15 +228,24 @@ async def test_l59_drop_without_a_token_is_a_truncation() -> None:
 
 async def test_l57_thinking_only_hop_is_not_a_no_finish_step() -> None:
     script = [
-        hop(chunk({"text": "planning", "thought": True}, finish_reason="CONTINUATION",
-                  continuation_token="t1", usage=usage(5, 0, 900))),
+        hop(
+            chunk(
+                {"text": "planning", "thought": True},
+                finish_reason="CONTINUATION",
+                continuation_token="t1",
+                usage=usage(5, 0, 900),
+            )
+        ),
         hop(chunk(text("Done."), finish_reason="STOP", usage=usage(6, 2))),
     ]
     async with FakeGemini(script) as server, client(server, "generate_content") as model:
         result = await run_turn(model, USER)
     assert (result.stop_reason, result.text, result.hops) == (StopReason.COMPLETED, "Done.", 1)
     assert result.retries["no-finish"] == 0
-    assert result.contents[-1]["parts"] == [{"text": "planning", "thought": True}, {"text": "Done."}]
+    assert result.contents[-1]["parts"] == [
+        {"text": "planning", "thought": True},
+        {"text": "Done."},
+    ]
 
 
 async def test_l56_continuation_without_a_token_is_length() -> None:

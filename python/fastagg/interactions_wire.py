@@ -37,7 +37,14 @@ _ERROR_CODES = {
 }
 _RUNNING = frozenset({"in_progress", "queued", "idle"})
 _LOOP_KEYS = frozenset(
-    {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "continuationToken"}
+    {
+        "contents",
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "generationConfig",
+        "continuationToken",
+    }
 )
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -110,7 +117,10 @@ def _model_step(part: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(part.get("text"), str):
         return None
     if part.get("thought") is True:
-        step: dict[str, Any] = {"type": "thought", "summary": [{"type": "text", "text": part["text"]}]}
+        step: dict[str, Any] = {
+            "type": "thought",
+            "summary": [{"type": "text", "text": part["text"]}],
+        }
         if isinstance(part.get("thoughtSignature"), str):
             step["signature"] = part["thoughtSignature"]
         return step
@@ -168,7 +178,7 @@ def _generation_config(config: Any, tool_config: Any) -> dict[str, Any]:
     """``generationConfig`` keys in snake_case, ``thinkingConfig`` flattened, the
     function-calling mode as ``tool_choice`` (I23)."""
     out: dict[str, Any] = {}
-    for key, value in (config.items() if isinstance(config, Mapping) else ()):
+    for key, value in config.items() if isinstance(config, Mapping) else ():
         if key == "thinkingConfig" and isinstance(value, Mapping):
             if value.get("thinkingLevel") is not None:
                 out["thinking_level"] = str(value["thinkingLevel"]).lower()

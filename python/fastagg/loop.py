@@ -37,7 +37,6 @@ from ._sdk_request import loop_inputs
 from .client import retry_info_delay
 from .continuation import MAX_HOPS, MAX_RESUMES, Hops, checkpoint_token, hop_request, hop_token
 from .errors import MalformedStreamError, ProviderError
-from .interactions_wire import InteractionsTurn
 from .events import (
     Lifecycle,
     StepEnd,
@@ -50,6 +49,7 @@ from .events import (
     TurnEnd,
     TurnEvent,
 )
+from .interactions_wire import InteractionsTurn
 from .limits import StopReason, TurnLimits, TurnResult
 from .model import ModelClient
 from .request import RequestGuard, map_finish_reason
@@ -686,7 +686,9 @@ class _Turn:
         sent = request
         resumes = 0
         while True:
-            agg = StreamAggregator(api="interactions") if self.interactions else StreamAggregator()
+            agg: Any = (
+                StreamAggregator(api="interactions") if self.interactions else StreamAggregator()
+            )
             opener = self.model.stream(sent, timeout=timeout)
             while True:
                 error, seen, covered = await self._read(step, attempt, agg, opener, segments)
@@ -695,7 +697,7 @@ class _Turn:
                 # I26: a stored interaction is resumed where it dropped, into the same aggregate.
                 if (
                     partial is not None
-                    and self.interactions
+                    and error is not None
                     and error.kind in ("connection", "timeout")
                     and partial.interaction_id is not None
                     and request.get("store") is not False
@@ -709,7 +711,7 @@ class _Turn:
                     )
                     continue
                 break
-            result = agg.close()
+            result: Any = agg.close()
             self._record_usage(result.usage)
             if self.interactions:
                 result = InteractionsTurn(result)
@@ -721,7 +723,9 @@ class _Turn:
                 if token is not None:
                     resumes += 1
                     sent = hop_request(request, result, token)
-                    await self._lifecycle("continuation-resume", step, detail=_resumed(error, resumes))
+                    await self._lifecycle(
+                        "continuation-resume", step, detail=_resumed(error, resumes)
+                    )
                     continue
                 token = None
             if token is None or len(segments) >= MAX_HOPS:
@@ -729,7 +733,9 @@ class _Turn:
                 return view, error, visible
             self.hops += 1
             resumes = 0
-            sent = hop_request(request, result, token)  # L58: the same request, never the partial output
+            sent = hop_request(
+                request, result, token
+            )  # L58: the same request, never the partial output
             await self._lifecycle(
                 "continuation", step, detail=f"L56: hop {len(segments) + 1} of step {step}"
             )
