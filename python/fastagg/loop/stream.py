@@ -56,11 +56,25 @@ class ModelStream:
 
         A failure of the request or its stream becomes the returned error (the
         result then holds what arrived); a cancellation passes ``on_cut`` the
-        partial result (every segment so far), then propagates. Each segment's
-        usage is recorded as its own request's (L61).
+        partial result, then propagates. Each segment's usage is recorded as
+        its own request's (L61), a cut-off one's too (L20).
         """
-        wire, step = self.wire, events.step
         segments: list[Any] = []
+        try:
+            return await self._hops(events, request, timeout, segments)
+        except asyncio.CancelledError:
+            # L63: cut in a hop or between two, the partial result is every segment so far.
+            await on_cut(_view(segments))
+            raise
+
+    async def _hops(
+        self,
+        events: DeltaEvents,
+        request: dict[str, Any],
+        timeout: float | None,
+        segments: list[Any],
+    ) -> tuple[Any, ProviderError | None, bool]:
+        wire, step = self.wire, events.step
         visible = False
         sent, wait = request, timeout
         hop = 1
@@ -72,7 +86,8 @@ class ModelStream:
                 try:
                     error, seen, covered = await _read_body(body, agg, wire, self.clock, events)
                 except asyncio.CancelledError:
-                    await on_cut(_view([*segments, wire.result(agg.snapshot())]))
+                    segments.append(wire.result(agg.snapshot()))
+                    self.usage.record(segments[-1].usage)
                     raise
                 visible = visible or seen
                 dropped = error is not None and error.kind in _DROPS

@@ -298,8 +298,8 @@ class Turn:
         return await self.stream.read(DeltaEvents(self.emit, step), request, timeout, cut)
 
     async def _interrupted(self, step: int, attempt: int, partial: Any) -> None:
-        """L20: a cut-off request's output is not appended; its usage and text still count."""
-        self.usage.record(partial.usage)
+        """L20: a cut-off request's output is not appended; its text still counts (its
+        usage is recorded by the stream)."""
         self._gather(partial.text)
         self.raw_finish = partial.finish_reason
         await self._step_end(step, attempt, partial.finish_reason, "interrupted")
