@@ -108,7 +108,8 @@ class ModelStream:
             self.usage.record(result.usage)  # L61: each hop's usage is its own request's
             segments.append(result)
             if error is not None:
-                # L59: resume from the checkpoint when it covers everything received.
+                # L64: an error ends the hops, unless L59 resumes from the checkpoint that
+                # covers everything received.
                 token = checkpoint_token(result) if dropped and covered else None
                 if token is None or resumes >= MAX_RESUMES:
                     return _view(segments), error, visible

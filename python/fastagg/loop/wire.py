@@ -196,7 +196,8 @@ class InteractionsWire(GenerateContentWire):
         return StreamAggregator(api="interactions")
 
     def drain(self, agg: Any) -> list[Any]:
-        return []  # the body ends with [DONE]; close() dispatches an event left pending (I4)
+        # I28: the status decides, not [DONE]; close() dispatches an event left pending (I4)
+        return []
 
     def result(self, aggregated: Any) -> Any:
         return InteractionsTurn(aggregated)  # I25
