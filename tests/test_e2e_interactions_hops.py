@@ -4,6 +4,7 @@ in a hop, a missing [DONE]), end to end through run_turn over loopback HTTP agai
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastagg import GeminiClient
@@ -330,3 +331,25 @@ async def test_i28_missing_done_and_completed_is_a_no_finish_step() -> None:
     assert sent[1] == sent[0]
     assert lifecycle(events) == [("no-finish-retry", None)]
     assert step_ends(events) == [(None, "no-finish"), ("completed", "answer")]
+
+
+# -- cut off before a resume (L63) -----------------------------------------------------
+
+
+async def test_l63_abort_before_a_stored_resume_keeps_the_dropped_text() -> None:
+    abort = asyncio.Event()
+    events: list[Any] = []
+
+    def sink(event: Any) -> None:
+        events.append(event)
+        if isinstance(event, Lifecycle) and event.phase == "stream-resume":
+            abort.set()  # a synchronous handler: L60's check before the resume sees it
+
+    dropped = InteractionTurn(text_step(0, "Chapter 1. ", "Chapter 2."), drop_after=3)
+    async with FakeGemini([], interactions=[dropped]) as server, client(server) as model:
+        result = await run_turn(model, USER, abort=abort, on_event=sink)
+        methods = [r[0] for r in server.interactions.records]  # type: ignore[union-attr]
+    assert (result.stop_reason, methods, result.hops) == (StopReason.ABORTED, ["POST"], 0)
+    assert result.text == f"Chapter 1. \n\n{result.message}"
+    assert (result.contents, result.usage_by_step) == (USER, [{}])
+    assert step_ends(events) == [(None, "interrupted")]

@@ -85,24 +85,24 @@ class ModelStream:
             while True:
                 try:
                     error, seen, covered = await _read_body(body, agg, wire, self.clock, events)
-                except asyncio.CancelledError:
+                    visible = visible or seen
+                    dropped = error is not None and error.kind in _DROPS
+                    partial: Any = agg.snapshot() if dropped else None
+                    # I26: a stored interaction is resumed where it dropped, into the same
+                    # aggregate.
+                    if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
+                        resumes += 1
+                        agg.reconnect()
+                        detail = _resumed(error, resumes)
+                        wait = await self._next("stream-resume", step, detail, timeout)
+                        body = self.model.resume(  # type: ignore[attr-defined]
+                            partial.interaction_id, partial.last_event_id, timeout=wait
+                        )
+                        continue
+                except asyncio.CancelledError:  # L63: this aggregate's part, cut where it is
                     segments.append(wire.result(agg.snapshot()))
                     self.usage.record(segments[-1].usage)
                     raise
-                visible = visible or seen
-                dropped = error is not None and error.kind in _DROPS
-                partial: Any = agg.snapshot() if dropped else None
-                # I26: a stored interaction is resumed where it dropped, into the same aggregate.
-                if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
-                    resumes += 1
-                    agg.reconnect()
-                    wait = await self._next(
-                        "stream-resume", step, _resumed(error, resumes), timeout
-                    )
-                    body = self.model.resume(  # type: ignore[attr-defined]
-                        partial.interaction_id, partial.last_event_id, timeout=wait
-                    )
-                    continue
                 break
             result = wire.result(agg.close())
             self.usage.record(result.usage)  # L61: each hop's usage is its own request's
