@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 import orjson
 
@@ -23,6 +24,7 @@ from ._rpc import http_error as provider_error_from_response
 from ._rpc import parse_retry_after as parse_retry_after
 from ._rpc import retry_info_delay as retry_info_delay
 from .errors import ProviderError
+from .interactions_wire import request_body
 from .transport import Response, Transport, make_transport
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ USER_AGENT = "fastagg/0.1.0"
 
 # An error body larger than this is cut (a proxy's HTML page, say).
 MAX_ERROR_BODY = 256 * 1024
+
+_MODEL_MARKERS = ("/publishers/google/models/", "/models/")
 
 
 class GeminiClient:
@@ -65,8 +69,17 @@ class GeminiClient:
     or :class:`fastagg.transport.Transport` (several clients may share one);
     it is then not closed by :meth:`aclose` (H4).
 
+    ``api="interactions"`` makes :meth:`stream` POST to the Interactions API
+    (``{version}/interactions``, ``model`` and ``"stream": true`` added to the
+    body) instead of ``streamGenerateContent``, so the turn loop runs on that
+    API (spec/interactions.md I22); :meth:`resume` then reopens a dropped
+    stored interaction from its last ``event_id``.
+
     Use as ``async with GeminiClient(...) as model:`` or call :meth:`aclose`.
     """
+
+    #: Which wire format :meth:`stream` speaks: ``"generate_content"`` or ``"interactions"``.
+    api: str = "generate_content"
 
     def __init__(
         self,
@@ -82,7 +95,12 @@ class GeminiClient:
         api_version: str | None = None,
         headers: Mapping[str, str] | None = None,
         transport: str | None = None,
+        api: str | None = None,
     ) -> None:
+        if api is not None:
+            if api not in ("generate_content", "interactions"):
+                raise ValueError(f"api must be 'generate_content' or 'interactions', got {api!r}")
+            self.api = api
         if not model:
             raise ValueError("GeminiClient needs a model name, e.g. 'gemini-3-flash-preview'")
         self.model = model
@@ -163,6 +181,15 @@ class GeminiClient:
         """The full POST URL of ``streamGenerateContent`` (``alt=sse`` included)."""
         return f"{self.url}:streamGenerateContent?alt=sse"
 
+    @property
+    def interactions_url(self) -> str:
+        """The Interactions collection URL: POST creates, ``/{id}`` with GET resumes (I21)."""
+        for marker in _MODEL_MARKERS:
+            head, sep, _ = self.url.rpartition(marker)
+            if sep:
+                return f"{head}/interactions"
+        return f"{self.url}/interactions"
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -176,7 +203,8 @@ class GeminiClient:
 
     def __repr__(self) -> str:
         backend = "vertex" if self.vertex else "gemini"
-        return f"GeminiClient(model={self.model!r}, backend={backend!r}, url={self.url!r})"
+        api = "" if self.api == "generate_content" else f", api={self.api!r}"
+        return f"GeminiClient(model={self.model!r}, backend={backend!r}, url={self.url!r}{api})"
 
     async def _request_headers(self) -> dict[str, str]:
         if self._auth != "bearer":
@@ -209,10 +237,9 @@ class GeminiClient:
             token: str = creds.token
             return token
 
-    @asynccontextmanager
-    async def stream(
+    def stream(
         self, request: Request, *, timeout: float | None = None
-    ) -> AsyncIterator[AsyncIterator[bytes]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
         """POST ``request`` and yield an iterator over the raw body chunks.
 
         ``timeout`` (seconds) bounds connecting and each wait for bytes; the
@@ -225,9 +252,45 @@ class GeminiClient:
         (``kind="timeout"``). The response is closed when the block exits, however
         it exits.
         """
+        if self.api == "interactions":
+            # I22: the loop's request as an Interactions create body, model and stream added.
+            body = {"model": self.model, **request_body(request), "stream": True}
+            return self._post(self.interactions_url, body, timeout, sse=True)
+        return self._post(self.stream_url, request, timeout)
+
+    @asynccontextmanager
+    async def _post(
+        self, url: str, request: Request, timeout: float | None, *, sse: bool = False
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
         body = orjson.dumps(request)
         headers = await self._request_headers()
-        response = await self.transport.post(self.stream_url, body, headers, timeout)
+        if sse:
+            headers = {**headers, "accept": "text/event-stream"}
+        response = await self.transport.post(url, body, headers, timeout)
+        async with streaming_body(response) as chunks:
+            yield chunks
+
+    @asynccontextmanager
+    async def resume(
+        self, interaction_id: str, last_event_id: str | None, *, timeout: float | None = None
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """GET the stream of a stored interaction from the event after ``last_event_id`` (I20).
+
+        Errors as :meth:`stream` raises them; the transport needs a ``get()``
+        (both built-in ones have it).
+        """
+        query = urlencode(
+            {"stream": "true", **({"last_event_id": last_event_id} if last_event_id else {})}
+        )
+        url = f"{self.interactions_url}/{interaction_id}?{query}"
+        get = getattr(self.transport, "get", None)
+        if get is None:
+            raise TypeError(
+                f"resuming an interaction needs a transport with get(); "
+                f"{type(self.transport).__name__} has only post()"
+            )
+        headers = {**(await self._request_headers()), "accept": "text/event-stream"}
+        response = await get(url, headers, timeout)
         async with streaming_body(response) as chunks:
             yield chunks
 

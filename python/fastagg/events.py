@@ -74,8 +74,11 @@ Phase = Literal[
     "signature-sentinel",
     "duplicate-call-id",
     "response-id-changed",
+    "continuation",
+    "continuation-resume",
+    "stream-resume",
 ]
-"""``Lifecycle.phase``: the L13 phases, then those of L33, L39 and L40."""
+"""``Lifecycle.phase``: the L13 phases, then those of L33, L39, L40, L56, L59 and I26."""
 
 
 @dataclass(frozen=True, slots=True)

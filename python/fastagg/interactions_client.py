@@ -12,77 +12,38 @@ the interaction was created, resumes it from the last ``event_id``
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
-
-import httpx
-import orjson
 
 from ._fastagg import InteractionResponse, StreamAggregator
 from ._json import JSONObject
-from .client import GeminiClient, streaming_body
+from .client import GeminiClient
 from .errors import ProviderError
 
 __all__ = ["InteractionsClient"]
 
-_MODELS = ("/publishers/google/models/", "/models/")
-
 
 class InteractionsClient(GeminiClient):
-    """Streams ``POST {version}/interactions`` (``"stream": true``); see the module docstring.
+    """A :class:`GeminiClient` with ``api="interactions"``; see the module docstring.
 
     ``interactions_url`` is ``{base}/{version}/interactions`` on the Gemini API,
     ``.../projects/{p}/locations/{l}/interactions`` on Vertex AI and
     ``.../{version}/interactions`` in Vertex express mode.
     """
 
-    @property
-    def interactions_url(self) -> str:
-        """The collection URL: POST creates, ``/{id}`` with GET resumes."""
-        for marker in _MODELS:
-            head, sep, _ = self.url.rpartition(marker)
-            if sep:
-                return f"{head}/interactions"
-        return f"{self.url}/interactions"
-
-    @asynccontextmanager
-    async def _open(
-        self, url: str, body: bytes | None, timeout: float | None
-    ) -> AsyncIterator[AsyncIterator[bytes]]:
-        headers = {**(await self._request_headers()), "accept": "text/event-stream"}
-        if body is None:
-            get = getattr(self.transport, "get", None)
-            if get is None:
-                raise TypeError(
-                    f"resuming an interaction needs a transport with get(); "
-                    f"{type(self.transport).__name__} has only post()"
-                )
-            response = await get(url, headers, timeout)
-        else:
-            response = await self.transport.post(url, body, headers, timeout)
-        async with streaming_body(response) as chunks:
-            yield chunks
+    api = "interactions"
 
     def create(
         self, request: JSONObject, *, timeout: float | None = None
     ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
-        """POST ``request`` (``model`` and ``"stream": true`` added) and stream the body.
+        """POST ``request`` (an Interactions body; ``model`` and ``"stream": true`` added)
+        and stream the body.
 
         An async context manager yielding the raw body chunks; errors as
         :meth:`GeminiClient.stream` raises them.
         """
-        body = orjson.dumps({"model": self.model, **request, "stream": True})
-        return self._open(self.interactions_url, body, timeout)
-
-    def resume(
-        self, interaction_id: str, last_event_id: str | None, *, timeout: float | None = None
-    ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
-        """GET the stream of ``interaction_id`` from the event after ``last_event_id``."""
-        query = httpx.QueryParams(
-            {"stream": "true", **({"last_event_id": last_event_id} if last_event_id else {})}
-        )
-        url = f"{self.interactions_url}/{interaction_id}?{query}"
-        return self._open(url, None, timeout)
+        body = {"model": self.model, **request, "stream": True}
+        return self._post(self.interactions_url, body, timeout, sse=True)
 
     async def run(
         self,

@@ -152,3 +152,5 @@ class TurnResult:
     usage_by_step: list[Usage] = field(default_factory=list)
     signatures: dict[str, int] = field(default_factory=dict)
     content_origins: list[Origin | None] = field(default_factory=list)
+    #: L62: long-decode continuation hops sent in this turn (0 when every answer fit one request).
+    hops: int = 0

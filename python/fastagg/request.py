@@ -17,7 +17,16 @@ MSG_TRAILING_MODEL = "Requests ending with a model turn are not supported"
 
 _FINISH: dict[str, str] = {
     "MAX_TOKENS": "length",
+    # L56: a CONTINUATION hop with a token is continued, never a finish; one without a
+    # token (or past the hop cap) is cut off.
     "CONTINUATION": "length",
+    # I25: Interactions statuses, the raw finish reason of that API
+    "completed": "stop",
+    "requires_action": "tool-calls",
+    "incomplete": "length",
+    "requires_continuation": "length",
+    "budget_exceeded": "length",
+    "failed": "error",
     "TOO_MANY_TOOL_CALLS": "tool-calls",
     "MALFORMED_FUNCTION_CALL": "error",
     "UNEXPECTED_TOOL_CALL": "error",

@@ -38,6 +38,9 @@ def test_l13_phase_alias_is_the_contract_phases_and_the_addendum_ones() -> None:
         "signature-sentinel",
         "duplicate-call-id",
         "response-id-changed",
+        "continuation",
+        "continuation-resume",
+        "stream-resume",
     )
 
 

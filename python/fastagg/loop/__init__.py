@@ -15,10 +15,13 @@ the model answers or a budget ends the turn. The parts:
   final-answer bound) are windows that do not end the turn.
 - :mod:`.classify`: what a response means (answer, tools, retry, error), pure.
 - :mod:`.batch`: one step's tool calls, every call answered on every exit.
-- :mod:`.wire`: the request and transcript format (``generateContent``). The
-  transcript is one list that grows by appending; the request holds that
-  list, so a step copies nothing, and the request guard (L2) only checks the
-  contents added since the previous request.
+- :mod:`.wire`: the request and transcript format (``generateContent``, or
+  the Interactions API when the client's ``api`` says so). The transcript is
+  one list that grows by appending; the request holds that list, so a step
+  copies nothing, and the request guard (L2) only checks the contents added
+  since the previous request.
+- :mod:`.stream`: one model request, through its long-decode hops and
+  resumes (the pure parts in :mod:`fastagg.continuation`).
 - :mod:`.emit`: events; text and thought deltas become events as ``feed()``
   returns them. :mod:`.messages`: the texts. :mod:`.usage`: usage and the
   context guard.

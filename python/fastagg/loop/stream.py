@@ -1,45 +1,177 @@
-"""One model request: send it, aggregate its stream, deliver its deltas (L13, L19, L20, L36)."""
+"""One model request: send it, aggregate its stream, deliver its deltas (L13, L19, L20, L36),
+through its long-decode hops and resumes (L56-L62, I26).
+
+:class:`ModelStream` drives one request of a step: a hop that ends with a
+continuation token is followed by the same request with the token, a drop
+after a checkpoint token (or of a stored interaction) is resumed, and the
+segments read are one result (:class:`~fastagg.continuation.Hops`).
+:func:`_read_body` reads one response body into an aggregator.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from .._json import Request
+from ..continuation import MAX_HOPS, MAX_RESUMES, Hops, checkpoint_token, hop_request, hop_token
 from ..errors import MalformedStreamError, ProviderError
+from ..events import Phase
 from ..model import ModelClient
 from .clock import TurnClock
 from .emit import DeltaEvents
+from .messages import describe
+from .usage import UsageMeter
 from .wire import Wire
 
+Body = AbstractAsyncContextManager[AsyncIterator[bytes]]
+#: Lifecycle(phase, step, detail=...) of the turn.
+Say = Callable[[Phase, int, str], Awaitable[None]]
+_DROPS = ("connection", "timeout")
 
-async def read_response(
-    model: ModelClient,
-    wire: Wire,
-    clock: TurnClock,
-    events: DeltaEvents,
-    request: Request,
-    timeout: float | None,
-    on_cut: Callable[[Any], Awaitable[None]],
-) -> tuple[Any, ProviderError | None, bool]:
-    """(aggregated result, transport error, whether visible output streamed).
 
-    A failure of the request or its stream becomes the returned error (the
-    result then holds what arrived); a cancellation passes ``on_cut`` the
-    partial result, then propagates.
-    """
-    agg = wire.aggregator()
+class ModelStream:
+    """Sends the requests of a turn's steps; ``hops`` counts the continuation hops (L62)."""
+
+    __slots__ = ("clock", "hops", "model", "say", "usage", "wire")
+
+    def __init__(
+        self, model: ModelClient, wire: Wire, clock: TurnClock, usage: UsageMeter, say: Say
+    ) -> None:
+        self.model = model
+        self.wire = wire
+        self.clock = clock
+        self.usage = usage
+        self.say = say
+        self.hops = 0
+
+    async def read(
+        self,
+        events: DeltaEvents,
+        request: Request,
+        timeout: float | None,
+        on_cut: Callable[[Any], Awaitable[None]],
+    ) -> tuple[Any, ProviderError | None, bool]:
+        """(aggregated result, transport error, whether visible output streamed).
+
+        A failure of the request or its stream becomes the returned error (the
+        result then holds what arrived); a cancellation passes ``on_cut`` the
+        partial result, then propagates. Each segment's usage is recorded as
+        its own request's (L61), a cut-off one's too (L20).
+        """
+        segments: list[Any] = []
+        try:
+            return await self._hops(events, request, timeout, segments)
+        except asyncio.CancelledError:
+            # L63: cut in a hop or between two, the partial result is every segment so far.
+            await on_cut(_view(segments))
+            raise
+
+    async def _hops(
+        self,
+        events: DeltaEvents,
+        request: Request,
+        timeout: float | None,
+        segments: list[Any],
+    ) -> tuple[Any, ProviderError | None, bool]:
+        wire, step = self.wire, events.step
+        visible = False
+        sent, wait = request, timeout
+        hop = 1
+        resumes = 0
+        while True:
+            agg = wire.aggregator()
+            body = self.model.stream(sent, timeout=wait)
+            while True:
+                try:
+                    error, seen, covered = await _read_body(body, agg, wire, self.clock, events)
+                    visible = visible or seen
+                    dropped = error is not None and error.kind in _DROPS
+                    partial: Any = agg.snapshot() if dropped else None
+                    # I26: a stored interaction is resumed where it dropped, into the same
+                    # aggregate.
+                    if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
+                        resumes += 1
+                        agg.reconnect()
+                        detail = _resumed(error, resumes)
+                        wait = await self._next("stream-resume", step, detail, timeout)
+                        body = self.model.resume(  # type: ignore[attr-defined]
+                            partial.interaction_id, partial.last_event_id, timeout=wait
+                        )
+                        continue
+                except asyncio.CancelledError:  # L63: this aggregate's part, cut where it is
+                    segments.append(wire.result(agg.snapshot()))
+                    self.usage.record(segments[-1].usage)
+                    raise
+                break
+            result = wire.result(agg.close())
+            self.usage.record(result.usage)  # L61: each hop's usage is its own request's
+            segments.append(result)
+            if error is not None:
+                # L64: an error ends the hops, unless L59 resumes from the checkpoint that
+                # covers everything received.
+                token = checkpoint_token(result) if dropped and covered else None
+                if token is None or resumes >= MAX_RESUMES:
+                    return _view(segments), error, visible
+                resumes += 1
+                sent = hop_request(request, result, token)
+                detail = _resumed(error, resumes)
+                wait = await self._next("continuation-resume", step, detail, timeout)
+                continue
+            token = hop_token(result)
+            if token is None or hop >= MAX_HOPS:  # L61: the last hop is classified as it is
+                return _view(segments), None, visible
+            hop += 1
+            resumes = 0
+            sent = hop_request(request, result, token)  # L58: never the partial output
+            wait = await self._next("continuation", step, f"L56: hop {hop} of step {step}", timeout)
+            self.hops += 1
+
+    async def _next(
+        self, phase: Phase, step: int, detail: str, timeout: float | None
+    ) -> float | None:
+        """Announce the next hop or resume; its timeout.
+
+        L60: the abort and deadline checks run before it, and it gets the time
+        the turn has left (within the step's ``timeout``).
+        """
+        await self.say(phase, step, detail)
+        await self.clock.take_pending()
+        left = self.clock.call_timeout()
+        return left if timeout is None else timeout if left is None else min(timeout, left)
+
+
+def _view(segments: list[Any]) -> Any:
+    return segments[0] if len(segments) == 1 else Hops(segments)  # L57
+
+
+def _resumed(error: ProviderError | None, n: int) -> str:
+    assert error is not None
+    return f"L59: resume {n} of {MAX_RESUMES} after {describe(error)}"
+
+
+async def _read_body(
+    body: Body, agg: Any, wire: Wire, clock: TurnClock, events: DeltaEvents
+) -> tuple[ProviderError | None, bool, bool]:
+    """Feed one response body into ``agg``: (transport error, visible output, and whether
+    the latest continuation token came in the last body chunk that had output, L59)."""
+    clock.progress()  # L60: a hop or a resume is progress
     visible = False
     error: ProviderError | None = None
+    token_at = output_at = n = 0
     waiting = clock.open_first_output()
     try:
-        async with model.stream(request, timeout=timeout) as body:
-            async for chunk in body:
+        async with body as chunks:
+            async for chunk in chunks:
                 if waiting:
                     waiting = False
                     clock.close_first_output()
                 clock.progress()
+                n += 1
+                if wire.token_marker in chunk:
+                    token_at = n
                 try:
                     deltas = agg.feed(chunk)
                 except MalformedStreamError as exc:  # L19: a bad payload ends the stream
@@ -49,10 +181,10 @@ async def read_response(
                     )
                     break
                 if deltas:
+                    output_at = n
                     visible = await events.deliver(deltas) or visible
         if error is None:
-            # A last event without a trailing blank line is shown live too (D5).
-            deltas = agg.finish()
+            deltas = wire.drain(agg)
             if deltas:
                 visible = await events.deliver(deltas) or visible
     except ProviderError as exc:
@@ -65,10 +197,7 @@ async def read_response(
         error = ProviderError(
             None, "DEADLINE_EXCEEDED", f"the request timed out: {exc}", True, kind="timeout"
         )
-    except asyncio.CancelledError:
-        await on_cut(agg.snapshot())
-        raise
     finally:
         if waiting:
             clock.close_first_output()
-    return agg.close(), error, visible
+    return error, visible, token_at >= output_at

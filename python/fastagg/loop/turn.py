@@ -20,23 +20,17 @@ from ..errors import ProviderError
 from ..events import Phase, StepEnd, StepKind, StepOutcome, StepStart, TurnEnd, TurnEvent
 from ..limits import StopReason, TurnLimits, TurnResult
 from ..model import ModelClient
-from ..request import RequestGuard, map_finish_reason
-from ..signatures import (
-    Origin,
-    SignaturePolicy,
-    first_unsigned_call,
-    prepare_history,
-    requires_signatures,
-)
+from ..request import map_finish_reason
+from ..signatures import Origin, SignaturePolicy, first_unsigned_call, prepare_history
 from ..tools import Tool
 from .batch import ToolRunner, tool_map
 from .classify import Budget, Outcome, Verdict, classify, history_error
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
 from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
-from .stream import read_response
+from .stream import ModelStream
 from .usage import UsageMeter
-from .wire import GenerateContentWire
+from .wire import wire_for
 
 _MAX_SERVER_DELAY = 300.0  # L44: a longer Retry-After / retryDelay ends the turn
 _RETRIES = (Outcome.PROVIDER_RETRY, Outcome.MALFORMED_RETRY, Outcome.NO_FINISH_RETRY)
@@ -75,7 +69,6 @@ class Turn:
         contents, tools, system_instruction, config = loop_inputs(
             contents, tools, system_instruction, config
         )
-        self.model = model
         self.limits = limits = limits if limits is not None else TurnLimits()
         tool_by_name = tool_map(tools)
         # L33: the history is made acceptable to this model once; later contents are its own.
@@ -83,15 +76,15 @@ class Turn:
         self.contents, self.origins, self.signature_changes = prepare_history(
             contents, origins, self.target, policy
         )
-        guard = RequestGuard(require_signatures=requires_signatures(self.target.model))
-        self.wire = GenerateContentWire(
-            self.contents, list(tool_by_name.values()), system_instruction, config, guard
+        self.wire = wire = wire_for(
+            model, self.contents, list(tool_by_name.values()), system_instruction, config
         )
-        guard.extend(self.contents)
-        guard.check_end()
+        wire.guard.extend(self.contents)
+        wire.guard.check_end()
         self.clock = TurnClock(limits, abort)
         self.emit = Emitter(sink, self.clock, limits.max_steps, self.target.backend)
         self.usage = UsageMeter(limits.max_context_tokens)
+        self.stream = ModelStream(model, wire, self.clock, self.usage, self._say)
         self.tools = ToolRunner(
             tool_by_name, limits, abort, self.clock, self.emit, self.wire, self._append
         )
@@ -144,6 +137,9 @@ class Turn:
         self, phase: Phase, step: int, tool_name: str | None = None, *, detail: str | None = None
     ) -> None:
         await self.emit.lifecycle(phase, step, self.tools.count, tool_name, detail=detail)
+
+    async def _say(self, phase: Phase, step: int, detail: str) -> None:
+        await self._lifecycle(phase, step, detail=detail)
 
     def _append(self, content: Content) -> None:
         self.contents.append(content)
@@ -300,15 +296,11 @@ class Turn:
         async def cut(partial: Any) -> None:
             await self._interrupted(step, attempt, partial)
 
-        result, error, visible = await read_response(
-            self.model, self.wire, self.clock, DeltaEvents(self.emit, step), request, timeout, cut
-        )
-        self.usage.record(result.usage)
-        return result, error, visible
+        return await self.stream.read(DeltaEvents(self.emit, step), request, timeout, cut)
 
     async def _interrupted(self, step: int, attempt: int, partial: Any) -> None:
-        """L20: a cut-off request's output is not appended; its usage and text still count."""
-        self.usage.record(partial.usage)
+        """L20: a cut-off request's output is not appended; its text still counts (its
+        usage is recorded by the stream)."""
         self._gather(partial.text)
         self.raw_finish = partial.finish_reason
         await self._step_end(step, attempt, partial.finish_reason, "interrupted")
@@ -377,6 +369,7 @@ class Turn:
             usage_by_step=self.usage.by_step,
             signatures=self._signature_counts(),
             content_origins=self._content_origins(),
+            hops=self.stream.hops,
         )
 
     def _finish_reason(self, stop: StopReason, answered: bool) -> str | None:

@@ -29,7 +29,8 @@ class UsageMeter:
         self.by_step.append(usage)
         if usage:
             add_usage(self.total, usage)
-            prompt = usage.get("promptTokenCount")
+            # L23, I27: the prompt size as either API reports it
+            prompt = usage.get("promptTokenCount", usage.get("total_input_tokens"))
             if isinstance(prompt, int):
                 self._prompt_tokens = prompt
                 self._chars_since = 0

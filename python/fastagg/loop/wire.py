@@ -4,7 +4,9 @@ The loop keeps the transcript as a list of contents and asks a :class:`Wire`
 for everything that depends on the format: the request of the next step, the
 aggregator of its stream, what of the aggregated result the classifier reads,
 the model content to append, and the user content answering the calls.
-:class:`GenerateContentWire` is the ``generateContent`` implementation.
+:class:`GenerateContentWire` is the ``generateContent`` implementation,
+:class:`InteractionsWire` the Interactions API one (spec/interactions.md
+I22-I27); :func:`wire_for` picks one from the client's ``api``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from typing import Any, Protocol
 
 from .. import StreamAggregator
 from .._json import Content, FunctionCall, JSONObject, Part, Request
+from ..interactions_wire import InteractionsTurn
+from ..model import ModelClient
 from ..request import RequestGuard
+from ..signatures import requires_signatures
 from ..tools import Tool
 from .classify import Response
 
@@ -30,8 +35,23 @@ class Wire(Protocol):
         """The step-cap request: the transcript, ``note``, tools off (L9, L27), checked (L2)."""
         ...
 
+    #: L59: bytes in a body chunk that carries a continuation token.
+    token_marker: bytes
+
     def aggregator(self) -> Any:
         """A fresh aggregator for one response stream."""
+        ...
+
+    def drain(self, agg: Any) -> list[Any]:
+        """The deltas an ended body still holds (a last event without its blank line, D5)."""
+        ...
+
+    def result(self, aggregated: Any) -> Any:
+        """The loop's view of an aggregate (closed, or a snapshot of a cut-off stream)."""
+        ...
+
+    def resumable(self, request: Request, partial: Any) -> bool:
+        """Whether a dropped stream of ``request`` can be reopened where it broke (I26)."""
         ...
 
     def response(self, result: Any) -> Response:
@@ -60,8 +80,26 @@ class Wire(Protocol):
         ...
 
 
+def wire_for(
+    model: ModelClient,
+    contents: list[Content],
+    tools: list[Tool],
+    system_instruction: str | Content | None,
+    config: JSONObject | None,
+) -> GenerateContentWire:
+    """The wire format the client speaks: its ``api`` attribute, ``generateContent`` without."""
+    if getattr(model, "api", None) == "interactions":
+        # I22: on the Interactions API signatures live on the model's steps, checked there.
+        guard = RequestGuard(require_signatures=False)
+        return InteractionsWire(contents, tools, system_instruction, config, guard)
+    guard = RequestGuard(require_signatures=requires_signatures(model.model))
+    return GenerateContentWire(contents, tools, system_instruction, config, guard)
+
+
 class GenerateContentWire:
     """``generateContent`` requests over REST contents and parts."""
+
+    token_marker = b"continuationToken"
 
     def __init__(
         self,
@@ -95,6 +133,16 @@ class GenerateContentWire:
 
     def aggregator(self) -> StreamAggregator[Any]:
         return StreamAggregator()
+
+    def drain(self, agg: Any) -> list[Any]:
+        deltas: list[Any] = agg.finish()
+        return deltas
+
+    def result(self, aggregated: Any) -> Any:
+        return aggregated
+
+    def resumable(self, request: Request, partial: Any) -> bool:
+        return False
 
     def response(self, result: Any) -> Response:
         unfinished = None
@@ -137,6 +185,27 @@ class GenerateContentWire:
 
     def is_model(self, content: Content) -> bool:
         return bool(content["role"] == "model")
+
+
+class InteractionsWire(GenerateContentWire):
+    """The Interactions API (I22-I27): the same transcript and requests (``GeminiClient``
+    converts them, I23/I24), its own aggregator and results read as generateContent's."""
+
+    token_marker = b"continuation_token"
+
+    def aggregator(self) -> StreamAggregator[Any]:
+        return StreamAggregator(api="interactions")
+
+    def drain(self, agg: Any) -> list[Any]:
+        # I28: the status decides, not [DONE]; close() dispatches an event left pending (I4)
+        return []
+
+    def result(self, aggregated: Any) -> Any:
+        return InteractionsTurn(aggregated)  # I25
+
+    def resumable(self, request: Request, partial: Any) -> bool:
+        # I26: only a stored interaction the service has created can be reopened.
+        return request.get("store") is not False and partial.interaction_id is not None
 
 
 def _base_request(

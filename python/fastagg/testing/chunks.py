@@ -112,8 +112,13 @@ def chunk(
     usage: JSONObject | None = None,
     response_id: str | None = None,
     model_version: str | None = MODEL_VERSION,
+    continuation_token: str | None = None,
 ) -> Chunk:
-    """One ``GenerateContentResponse`` with candidate 0 holding ``parts``."""
+    """One ``GenerateContentResponse`` with candidate 0 holding ``parts``.
+
+    ``continuation_token`` (long decode) goes on the candidate: a checkpoint on
+    a chunk without a finish reason, the next hop's token with ``CONTINUATION``.
+    """
     candidate: JSONObject = {}
     if parts:
         candidate["content"] = {"parts": list(parts), "role": "model"}
@@ -122,6 +127,8 @@ def chunk(
     if finish_message is not None:
         candidate["finishMessage"] = finish_message
     candidate["index"] = 0
+    if continuation_token is not None:
+        candidate["continuationToken"] = continuation_token
     out: Chunk = {"candidates": [candidate]}
     if usage is not None:
         out["usageMetadata"] = usage

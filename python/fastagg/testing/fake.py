@@ -25,6 +25,8 @@ from .validate import Rejection, decode_signature, validate_request
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from .fake_interactions import FakeInteractions, InteractionTurn
+
 __all__ = ["FakeGemini", "RecordedRequest", "Script", "Step", "load_script"]
 
 # Gemini API: /{ver}/models/{m}:method; Vertex: /{ver}/[projects/{p}/locations/{l}/]publishers/google/models/{m}:method
@@ -193,6 +195,9 @@ class FakeGemini:
     answering 400 ``FAILED_PRECONDITION`` naming the script (``name``: by
     default the script file's name, the responder's name or ``"script"``).
     ``on_request`` is called with each :class:`RecordedRequest`.
+    ``interactions`` (a list of :class:`~fastagg.testing.InteractionTurn`)
+    also serves the Interactions API endpoints on the same port, from that
+    script (a :class:`~fastagg.testing.FakeInteractions`, in ``.interactions``).
 
     Attributes: ``url`` (base URL for ``GeminiClient(base_url=...)`` or
     ``HttpOptions(base_url=...)``), ``requests`` (request bodies in order),
@@ -212,6 +217,7 @@ class FakeGemini:
         repeat: bool = False,
         on_request: Callable[[RecordedRequest], Any] | None = None,
         name: str | None = None,
+        interactions: Sequence[InteractionTurn] | None = None,
     ) -> None:
         if framing not in ("sse", "array"):
             raise ValueError(f"framing must be 'sse' or 'array', not {framing!r}")
@@ -236,7 +242,15 @@ class FakeGemini:
         self.on_request = on_request
         self.records: list[RecordedRequest] = []
         self.signatures_issued: set[bytes] = set()
+        # L56: each continuation token issued -> the request it continues (token left out)
+        self.continuations: dict[str, dict[str, Any]] = {}
         self.steps_served = 0
+        # I19: the Interactions endpoints, served from their own script beside the models'.
+        self.interactions: FakeInteractions | None = None
+        if interactions is not None:
+            from .fake_interactions import FakeInteractions
+
+            self.interactions = FakeInteractions(interactions, host=host)
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -304,6 +318,8 @@ class FakeGemini:
             self._tasks.discard(task)
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
+        if self.interactions is not None and self.interactions.serves(request.path):
+            return await self.interactions.handle(request)
         raw_body = await request.read()
         match = _PATH.match(request.path)
         try:
@@ -350,6 +366,9 @@ class FakeGemini:
             )
             if rejection is not None:
                 return self._refuse(request, body, match, rejection)
+            refused = self._check_continuation(body)
+            if refused is not None:
+                return self._refuse(request, body, match, 400, "INVALID_ARGUMENT", refused)
         index = self.steps_served
         step = self._next_step(body, index)
         if step is None:
@@ -365,6 +384,7 @@ class FakeGemini:
             )
         self.steps_served += 1
         self._issue_signatures(step)
+        self._issue_tokens(step, body)
         self._record(request, body, match, step.http_error or 200, index, None, warnings)
         if step.delay_first_byte > 0:
             await asyncio.sleep(step.delay_first_byte)
@@ -391,6 +411,31 @@ class FakeGemini:
                     raw = decode_signature(sig) if isinstance(sig, str) else None
                     if raw is not None:
                         self.signatures_issued.add(raw)
+
+    def _check_continuation(self, body: Any) -> str | None:
+        """L56: a hop must resend the request its token came from, unchanged."""
+        token = body.get("continuationToken") if isinstance(body, dict) else None
+        if token is None:
+            return None
+        base = self.continuations.get(token) if isinstance(token, str) else None
+        if base is None:
+            return "Invalid continuation token."
+        if {k: v for k, v in body.items() if k != "continuationToken"} != base:
+            return (
+                "The request with a continuation token must be the request that produced it, "
+                "unchanged (same contents and config)."
+            )
+        return None
+
+    def _issue_tokens(self, step: Step, body: Any) -> None:
+        if not isinstance(body, dict):
+            return
+        base = {k: v for k, v in body.items() if k != "continuationToken"}
+        for chunk in step.chunks:
+            for candidate in chunk.get("candidates") or ():
+                token = candidate.get("continuationToken")
+                if isinstance(token, str):
+                    self.continuations[token] = base
 
     def _record(
         self,

@@ -32,13 +32,16 @@ __all__ = [
     "FakeInteractions",
     "InteractionTurn",
     "arguments_step",
+    "checkpoint_event",
     "error_event",
     "text_step",
     "thought_step",
 ]
 
-_CREATE = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/interactions$")
-_GET = re.compile(r"^/(?P<version>v1|v1beta|v1alpha)/interactions/(?P<id>[^/:]+)$")
+# Gemini API /{v}/interactions; Vertex /{v}/[projects/{p}/locations/{l}/]interactions (I21)
+_PREFIX = r"^/(?P<version>v1|v1beta|v1alpha|v1beta1)/(?:projects/[^/]+/locations/[^/]+/)?"
+_CREATE = re.compile(_PREFIX + r"interactions$")
+_GET = re.compile(_PREFIX + r"interactions/(?P<id>[^/:]+)$")
 
 
 @dataclass
@@ -51,7 +54,9 @@ class InteractionTurn:
     ``drop_after`` closes the connection after that many events (counting the
     created event) without ``[DONE]``; ``cut_after_bytes`` closes it after that
     many body bytes (inside an event); ``send_done=False`` ends the body
-    normally but without the ``[DONE]`` sentinel.
+    normally but without the ``[DONE]`` sentinel. ``continuation_token`` (long
+    decode, with ``status="requires_continuation"``) goes on the completed
+    interaction; :func:`checkpoint_event` puts checkpoint tokens mid-stream.
     """
 
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -60,6 +65,7 @@ class InteractionTurn:
     drop_after: int | None = None
     send_done: bool = True
     cut_after_bytes: int | None = None
+    continuation_token: str | None = None
 
 
 def text_step(index: int, *pieces: str) -> list[dict[str, Any]]:
@@ -105,6 +111,15 @@ def arguments_step(index: int, call_id: str, name: str, *fragments: str) -> list
     ]
 
 
+def checkpoint_event(token: str) -> dict[str, Any]:
+    """A long-decode checkpoint: ``interaction.status_update`` carrying ``continuation_token``."""
+    return {
+        "event_type": "interaction.status_update",
+        "status": "in_progress",
+        "continuation_token": token,
+    }
+
+
 def error_event(code: str, message: str) -> dict[str, Any]:
     """An in-stream ``error`` event (its ``code`` is a string, as on the service)."""
     return {"event_type": "error", "error": {"code": code, "message": message}}
@@ -115,6 +130,7 @@ class _Stored:
     events: list[dict[str, Any]]
     store: bool
     request: dict[str, Any]
+    tokens: set[str] = field(default_factory=set)  # continuation tokens it issued
 
 
 class FakeInteractions:
@@ -143,7 +159,7 @@ class FakeInteractions:
 
     async def __aenter__(self) -> Self:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -158,7 +174,13 @@ class FakeInteractions:
             await self._runner.cleanup()
             self._runner = None
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    @staticmethod
+    def serves(path: str) -> bool:
+        """Whether ``path`` is an Interactions endpoint (FakeGemini routes these here)."""
+        return bool(_CREATE.match(path) or _GET.match(path))
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer one request (also when mounted in :class:`~fastagg.testing.FakeGemini`)."""
         raw = await request.read()
         try:
             body: Any = json.loads(raw) if raw else None
@@ -189,6 +211,9 @@ class FakeInteractions:
             return _error(404, "not_found", f"Interaction {previous!r} was not found.")
         if "input" not in body and "continuation_token" not in body:
             return _error(400, "invalid_request", "'input' is required.")
+        refused = self._check_continuation(body)
+        if refused is not None:
+            return _error(400, "invalid_request", refused)
         if self._served >= len(self._script):
             return _error(
                 400, "failed_precondition", f"script exhausted at request {self._served + 1}"
@@ -197,10 +222,30 @@ class FakeInteractions:
         self._served += 1
         interaction_id = f"v1_fake{self._served}"
         events = self._events(interaction_id, turn)
-        self.interactions[interaction_id] = _Stored(
-            events, body.get("store", True) is not False, body
-        )
+        tokens = {t for e in events if (t := _token(e)) is not None}
+        stored = _Stored(events, body.get("store", True) is not False, body, tokens)
+        self.interactions[interaction_id] = stored
         return await _stream(request, events, turn)
+
+    def _check_continuation(self, body: dict[str, Any]) -> str | None:
+        """L57: the next hop names the hop that issued its token (stored), or resends its input."""
+        token = body.get("continuation_token")
+        if token is None:
+            return None
+        previous = body.get("previous_interaction_id")
+        if body.get("store", True) is not False:
+            issuer = self.interactions.get(previous) if isinstance(previous, str) else None
+            if issuer is None or token not in issuer.tokens:
+                return "continuation_token does not belong to previous_interaction_id."
+            if "input" in body:
+                return "A continuation with previous_interaction_id takes no 'input'."
+            return None
+        for stored in self.interactions.values():
+            if token in stored.tokens:
+                if body.get("input") != stored.request.get("input"):
+                    return "A stateless continuation must resend the original 'input'."
+                return None
+        return "Invalid continuation_token."
 
     async def _resume(self, request: web.Request, interaction_id: str) -> web.StreamResponse:
         stored = self.interactions.get(interaction_id)
@@ -222,8 +267,21 @@ class FakeInteractions:
             done: dict[str, Any] = {"id": interaction_id, "status": turn.status}
             if turn.usage is not None:
                 done["usage"] = turn.usage
+            if turn.continuation_token is not None:
+                done["continuation_token"] = turn.continuation_token
             events.append({"event_type": "interaction.completed", "interaction": done})
-        return [{**e, "event_id": f"{interaction_id}-e{n}"} for n, e in enumerate(events)]
+        stamped = [{**e, "event_id": f"{interaction_id}-e{n}"} for n, e in enumerate(events)]
+        for event in stamped:
+            if event["event_type"] == "interaction.status_update":
+                event.setdefault("interaction_id", interaction_id)
+        return stamped
+
+
+def _token(event: dict[str, Any]) -> str | None:
+    """The continuation token an event carries (a checkpoint, or the hop's end)."""
+    holder = event.get("interaction") if "interaction" in event else event
+    token = holder.get("continuation_token") if isinstance(holder, dict) else None
+    return token if isinstance(token, str) else None
 
 
 async def _stream(
