@@ -1,0 +1,486 @@
+"""Pure-Python twin of the Rust Interactions aggregator (``spec/interactions.md``).
+
+``fastagg.reference.StreamAggregator(api="interactions")`` returns an
+``InteractionsAggregator``. It follows the I rules to the letter, warning
+texts included, and is the oracle of the differential tests. Modules:
+framing (I2-I4), the argument parser ``args`` (I14-I17), ``steps``
+(I9-I13); here the aggregator and its result (I5-I8, I18).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ...errors import AggregatorClosed, MalformedStreamError
+from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
+from ..aggregate.render import _q
+from ..aggregate.response import ArgDelta, CallEnd, CallStart, Delta, Finish, StreamError, TextDelta
+from ..framing.lines import _as_bytes
+from .framing import _AFTER_DONE, _PAYLOAD, _TOO_LARGE, _UNTERMINATED, _Frame, _Framer
+from .steps import _IMPLIED, _deep_copy, _Step
+
+__all__ = ["InteractionResponse", "InteractionsAggregator"]
+
+
+class InteractionResponse:
+    """The aggregated interaction (read-only, I18)."""
+
+    def __init__(self, **fields: Any) -> None:
+        self._fields = fields
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_fields"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        f = self._fields
+        return (
+            f"InteractionResponse(id={f['interaction_id']!r}, status={f['status']!r}, "
+            f"steps={len(f['steps'])}, text={f['text'][:60]!r})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id"?, "status"?, "steps", "usage"?, "error"?}`` (fresh objects)."""
+        out: dict[str, Any] = {}
+        f = self._fields
+        if f["interaction_id"] is not None:
+            out["id"] = f["interaction_id"]
+        if f["status"] is not None:
+            out["status"] = f["status"]
+        out["steps"] = _deep_copy(f["steps"])
+        if f["usage"] is not None:
+            out["usage"] = _deep_copy(f["usage"])
+        if f["error"] is not None:
+            out["error"] = _deep_copy(f["error"])
+        return out
+
+    def to_json(self) -> bytes:
+        """``to_dict()`` as compact UTF-8 JSON."""
+        return orjson.dumps(self.to_dict())
+
+
+def _malformed(problem: str, n: int, offset: int, limit: int) -> MalformedStreamError:
+    where = f"event {n} at byte {offset}"
+    kind = "invalid-json"
+    if problem == "invalid-utf8":
+        message, kind = f"{where} is not valid UTF-8; it was skipped", problem
+    elif problem == "event-too-large":
+        message, kind = (
+            f"{where} is larger than max_event_bytes ({limit}); it was skipped "
+            "(raise max_event_bytes if such events are expected)",
+            problem,
+        )
+    elif problem == "not-an-object":
+        message = f"{where} is JSON but not an object; it was skipped"
+    else:
+        message = (
+            f"{where} is not valid JSON; it was skipped "
+            "(is this the body of a streamed Interactions API response?)"
+        )
+    return MalformedStreamError(message, kind, offset, n)
+
+
+def _parse(data: bytes) -> tuple[str | None, dict[str, Any] | None]:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "invalid-utf8", None
+        return "invalid-json", None
+    if not isinstance(value, dict):
+        return "not-an-object", None
+    return None, value
+
+
+def _str(obj: dict[str, Any], key: str) -> str | None:
+    v = obj.get(key)
+    return v if isinstance(v, str) else None
+
+
+_STATUS_EVENTS = {
+    "interaction.status_update": None,
+    "interaction.in_progress": "in_progress",
+    "interaction.requires_action": "requires_action",
+}
+
+
+class InteractionsAggregator:
+    """Aggregates the body of a streamed Interactions API response (I1)."""
+
+    def __init__(
+        self,
+        *,
+        api: str = "interactions",
+        deltas: bool = True,
+        strict: bool = True,
+        max_event_bytes: int = 64 * 1024 * 1024,
+        max_array_index: int = 10_000,
+    ) -> None:
+        if api != "interactions":
+            raise ValueError(f"api must be 'generate_content' or 'interactions', got {api!r}")
+        self._deltas = bool(deltas)
+        self._strict = bool(strict)
+        self._max = _check_limit("max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP)
+        _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP)
+        self._framer = _Framer(self._max)
+        self._steps: dict[int, _Step] = {}
+        self._interaction: dict[str, Any] = {}
+        self._interaction_id: str | None = None
+        self._status: str | None = None
+        self._last_event_id: str | None = None
+        self._continuation_token: str | None = None
+        self._usage: Any = None
+        self._error: Any = None
+        self._complete = False
+        self._truncated = False
+        self._warnings: list[str] = []
+        self._events_seen = 0
+        self._bytes_seen = 0
+        self._result: InteractionResponse | None = None
+
+    @property
+    def events_seen(self) -> int:
+        """Payloads dispatched so far, good and bad (I2)."""
+        return self._events_seen
+
+    @property
+    def bytes_seen(self) -> int:
+        """Bytes given to ``feed()`` and ``feed_event()`` so far."""
+        return self._bytes_seen
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]:
+        """Process a chunk of the body; return its deltas (I4 errors raised after it)."""
+        self._check_open()
+        chunk = _as_bytes(data)
+        frames: list[_Frame] = []
+        self._framer.feed(chunk, frames)
+        deltas: list[Delta] = []
+        errors: list[MalformedStreamError] = []
+        for frame in frames:
+            self._frame(frame, deltas, errors)
+        self._bytes_seen += len(chunk)
+        return self._finish_call(deltas, errors)
+
+    def feed_event(self, payload: bytes | str) -> list[Delta]:
+        """Process one data payload (its SSE event name unknown)."""
+        self._check_open()
+        data = (
+            payload.encode("utf-8", "surrogatepass")
+            if isinstance(payload, str)
+            else _as_bytes(payload)
+        )
+        offset = self._bytes_seen
+        self._bytes_seen += len(data)
+        deltas: list[Delta] = []
+        errors: list[MalformedStreamError] = []
+        if len(data) > self._max:
+            self._report("event-too-large", offset, errors)
+        else:
+            self._payload(offset, data, None, deltas, errors)
+        return self._finish_call(deltas, errors)
+
+    def reconnect(self) -> None:
+        """The connection dropped and the resumed stream follows (I20)."""
+        self._check_open()
+        self._framer.reconnect()
+
+    def feed_chunk(self, chunk: Any) -> list[Delta]:
+        """Not supported for this API (I1)."""
+        raise TypeError(
+            "feed_chunk() is not supported with api='interactions'; feed the body bytes with "
+            "feed() or one data payload with feed_event()"
+        )
+
+    def snapshot(self) -> InteractionResponse:
+        """The result so far; the state is not changed."""
+        if self._result is not None:
+            return self._result
+        return self._render(closing=False)
+
+    def finish(self) -> list[Any]:
+        """Only for ``api="generate_content"`` (D5); here the stream ends with ``[DONE]``."""
+        raise TypeError(
+            "finish() is only for api='generate_content'; an Interactions stream ends with its [DONE] event: call close()"
+        )
+
+    def close(self) -> InteractionResponse:
+        """End the stream (I3, I4, I17) and return the result; idempotent."""
+        if self._result is not None:
+            return self._result
+        frames: list[_Frame] = []
+        self._framer.close(frames)
+        deltas: list[Delta] = []
+        errors: list[MalformedStreamError] = []
+        for frame in frames:
+            self._frame(frame, deltas, errors)
+        for err in errors:
+            self._warnings.append(f"I4: {err}")
+        result = self._render(closing=True)
+        if self._bytes_seen > 0 and not self._framer.done:
+            result._fields["warnings"].append("I3: the stream ended without the [DONE] sentinel")
+        self._result = result
+        return result
+
+    # --- internals ---
+
+    def _check_open(self) -> None:
+        if self._result is not None:
+            raise AggregatorClosed(
+                "feed() after close(): this StreamAggregator is finished; "
+                "create a new one for the next stream"
+            )
+
+    def _finish_call(self, deltas: list[Delta], errors: list[MalformedStreamError]) -> list[Delta]:
+        out = deltas if self._deltas else []
+        if errors:
+            first = errors[0]
+            first.deltas = out
+            first.errors = errors
+            raise first
+        return out
+
+    def _next_index(self) -> int:
+        n = self._events_seen
+        self._events_seen += 1
+        return n
+
+    def _report(self, problem: str, offset: int, errors: list[MalformedStreamError]) -> None:
+        err = _malformed(problem, self._next_index(), offset, self._max)
+        if self._strict:
+            errors.append(err)
+        else:
+            self._warnings.append(f"I4: {err}")
+
+    def _frame(
+        self, frame: _Frame, deltas: list[Delta], errors: list[MalformedStreamError]
+    ) -> None:
+        kind, offset, data, name = frame
+        if kind == _PAYLOAD:
+            self._payload(offset, data, name, deltas, errors)
+        elif kind == _TOO_LARGE:
+            self._report("event-too-large", offset, errors)
+        elif kind == _AFTER_DONE:
+            self._warnings.append(f"I3: data after the [DONE] sentinel (byte {offset}) was ignored")
+        elif kind == _UNTERMINATED:
+            n = self._next_index()
+            problem, event = _parse(data)
+            if problem is None and event is not None:
+                self._apply(n, event, name, deltas)
+            else:
+                self._warnings.append(f"I4: {_malformed(problem or '', n, offset, self._max)}")
+                self._truncated = True
+
+    def _payload(
+        self,
+        offset: int,
+        data: bytes,
+        name: str | None,
+        deltas: list[Delta],
+        errors: list[MalformedStreamError],
+    ) -> None:
+        problem, event = _parse(data)
+        if problem is not None or event is None:
+            self._report(problem or "", offset, errors)
+            return
+        self._apply(self._next_index(), event, name, deltas)
+
+    def _apply(self, n: int, event: dict[str, Any], name: str | None, deltas: list[Delta]) -> None:
+        event_id = _str(event, "event_id")
+        if event_id is not None:
+            self._last_event_id = event_id
+        kind = _str(event, "event_type")
+        if kind is None:
+            kind = name
+        if kind in ("interaction.created", "interaction.completed"):
+            self._on_interaction(event, kind == "interaction.completed", deltas)
+        elif kind in _STATUS_EVENTS:
+            self._on_status(event, _STATUS_EVENTS[kind])
+        elif kind in ("step.start", "step.delta", "step.stop"):
+            self._on_step(n, kind, event, deltas)
+        elif kind == "error":
+            error = event.get("error")
+            if error is None:
+                error = event
+            self._error = error
+            self._complete = False
+            if self._deltas:
+                deltas.append(StreamError(_deep_copy(error)))
+        else:
+            shown = "<missing>" if kind is None else _q(kind)
+            self._warnings.append(f"I5: event {n}: unknown event type {shown} skipped")
+
+    def _on_interaction(self, event: dict[str, Any], completed: bool, deltas: list[Delta]) -> None:
+        status: str | None = None
+        obj = event.get("interaction")
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if v is not None:
+                    self._interaction[k] = v
+            if _str(obj, "id") is not None:
+                self._interaction_id = _str(obj, "id")
+            status = _str(obj, "status")
+            if status is not None:
+                self._status = status
+            if isinstance(obj.get("usage"), dict):
+                self._usage = obj["usage"]
+            if _str(obj, "continuation_token") is not None:
+                self._continuation_token = _str(obj, "continuation_token")
+        if completed:
+            self._complete = self._error is None
+            if status and self._deltas:
+                deltas.append(Finish(0, status))
+
+    def _on_status(self, event: dict[str, Any], from_name: str | None) -> None:
+        if self._interaction_id is None and _str(event, "interaction_id") is not None:
+            self._interaction_id = _str(event, "interaction_id")
+        obj = event.get("interaction")
+        nested = _str(obj, "status") if isinstance(obj, dict) else None
+        status = next(
+            (s for s in (_str(event, "status"), nested, from_name) if s is not None), None
+        )
+        if status is not None:
+            self._status = status
+        if isinstance(event.get("usage"), dict):
+            self._usage = event["usage"]
+        if _str(event, "continuation_token") is not None:
+            self._continuation_token = _str(event, "continuation_token")
+
+    def _on_step(self, n: int, kind: str, event: dict[str, Any], deltas: list[Delta]) -> None:
+        index = event.get("index")
+        if type(index) is not int or not 0 <= index < 2**31:
+            self._warnings.append(f"I9: event {n}: {kind} without a valid step index skipped")
+            return
+        if kind == "step.start":
+            if index in self._steps:
+                self._warnings.append(
+                    f"I10: event {n}: step {index} already started; "
+                    "the repeated step.start was skipped"
+                )
+                return
+            value = event.get("step")
+            step = _Step(dict(value) if isinstance(value, dict) else {})
+            self._call_start(step, index, deltas)
+            self._steps[index] = step
+        elif kind == "step.delta":
+            delta = event.get("delta")
+            if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
+                self._warnings.append(
+                    f"I12: event {n}: step {index}: a delta without a type was skipped"
+                )
+                return
+            dtype = delta["type"]
+            self._ensure_step(n, index, _IMPLIED.get(dtype, dtype), deltas)
+            meta = event.get("metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("total_usage"), dict):
+                self._usage = meta["total_usage"]
+            step = self._steps[index]
+            if step.stopped:
+                self._warnings.append(
+                    f"I12: event {n}: step {index}: a delta after step.stop was skipped"
+                )
+                return
+            args: list[tuple[str, Any]] = []
+            text, long_path, problem = step.apply(dtype, delta, self._deltas, args)
+            if long_path and step.parser is not None and not step.parser.long_path_warned:
+                step.parser.long_path_warned = True
+                self._warnings.append(
+                    f"I15: step {index}: argument paths longer than 1024 bytes are not streamed live"
+                )
+            if problem is not None:
+                self._warnings.append(f"I12: event {n}: step {index}: {problem}")
+            if self._deltas:
+                if text is not None:
+                    deltas.append(TextDelta(0, index, text[0], text[1]))
+                for path, value in args:
+                    deltas.append(ArgDelta(0, index, path, value))
+        else:
+            self._ensure_step(n, index, None, deltas)
+            if isinstance(event.get("usage"), dict):
+                self._usage = event["usage"]
+            step = self._steps[index]
+            if step.stopped:
+                return
+            err = step.stop()
+            if err is not None:
+                self._warnings.append(f"I16: step {index}: {err}")
+            elif step.is_call() and self._deltas:
+                deltas.append(CallEnd(0, index, step.call(step.render())))
+
+    def _ensure_step(self, n: int, index: int, kind: str | None, deltas: list[Delta]) -> None:
+        if index in self._steps:
+            return
+        self._warnings.append(f"I11: event {n}: step {index} had no step.start")
+        step = _Step({} if kind is None else {"type": kind})
+        self._call_start(step, index, deltas)
+        self._steps[index] = step
+
+    def _call_start(self, step: _Step, index: int, deltas: list[Delta]) -> None:
+        if self._deltas and step.is_call():
+            get = step.value.get
+            sid, sname = get("id"), get("name")
+            deltas.append(
+                CallStart(
+                    0,
+                    index,
+                    sid if isinstance(sid, str) else None,
+                    sname if isinstance(sname, str) else None,
+                )
+            )
+
+    def _render(self, closing: bool) -> InteractionResponse:
+        warnings = list(self._warnings)
+        steps: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        unfinished: list[int] = []
+        text: list[str] = []
+        thought: list[str] = []
+        for index in sorted(self._steps):
+            step = self._steps[index]
+            rendered = step.render()
+            kind = step.type
+            if kind == "model_output":
+                _collect(rendered, "content", text)
+            elif kind == "thought":
+                _collect(rendered, "summary", thought)
+            elif kind == "function_call":
+                calls.append(step.call(rendered))
+            if step.unfinished():
+                unfinished.append(index)
+            if closing and not step.stopped:
+                shown = "null" if kind is None else _q(kind)
+                warnings.append(f"I17: step {index} ({shown}) never received step.stop")
+            steps.append(rendered)
+        return InteractionResponse(
+            steps=steps,
+            function_calls=calls,
+            interaction_id=self._interaction_id,
+            status=self._status,
+            last_event_id=self._last_event_id,
+            continuation_token=self._continuation_token,
+            interaction=_deep_copy(self._interaction),
+            usage=_deep_copy(self._usage),
+            error=_deep_copy(self._error),
+            complete=self._complete,
+            done=self._framer.done,
+            truncated=self._truncated,
+            warnings=warnings,
+            unfinished_calls=unfinished,
+            text="".join(text),
+            thought_text="".join(thought),
+        )
+
+
+def _collect(rendered: dict[str, Any], key: str, out: list[str]) -> None:
+    items = rendered.get(key)
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and item.get("type") == "text":
+                t = item.get("text")
+                if isinstance(t, str):
+                    out.append(t)
