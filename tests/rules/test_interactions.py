@@ -19,7 +19,7 @@ import fastagg.reference as reference
 from fastagg.errors import AggregatorClosed, MalformedStreamError
 from streams import as_json, chunkings, delta_tuple
 
-CASES_FILE = Path(__file__).resolve().parent / "conformance" / "interactions.json"
+CASES_FILE = Path(__file__).resolve().parent.parent / "conformance" / "interactions.json"
 CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text("utf-8"))["cases"]
 EXAMPLES = int(os.environ.get("FASTAGG_DIFF_EXAMPLES", "2000")) // 4
 # Compared as JSON text: key order and int/float matter (steps are resent verbatim).
