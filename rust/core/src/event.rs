@@ -536,3 +536,25 @@ where
         d.deserialize_any(V(std::marker::PhantomData))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f10_nesting_up_to_1024_levels_parses() {
+        let ok = format!("{{\"a\":{}1{}}}", "[".repeat(1023), "]".repeat(1023));
+        assert!(parse_event(ok.as_bytes()).is_ok());
+        let too_deep = format!("{{\"a\":{}1{}}}", "[".repeat(1024), "]".repeat(1024));
+        assert_eq!(
+            parse_event(too_deep.as_bytes()).err(),
+            Some(ParseError::InvalidJson)
+        );
+        assert_eq!(parse_event(b"[1]").err(), Some(ParseError::NotAnObject));
+        assert_eq!(parse_event(b"{} x").err(), Some(ParseError::InvalidJson));
+        assert_eq!(
+            parse_event(b"{\"a\": \"\xff\"}").err(),
+            Some(ParseError::InvalidUtf8)
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! and an oversized event never keeps more than `max` bytes.
 #![no_main]
 
-use fastagg_core::sse::{BodyFramer, Frame};
+use fastagg_core::framing::{BodyFramer, Frame};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, PartialEq, Eq)]

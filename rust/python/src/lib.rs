@@ -7,7 +7,7 @@ use fastagg_core::aggregate::{
     Aggregator, CandidateResult, Delta, Options, Response, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
 };
 use fastagg_core::error::MalformedStream;
-use fastagg_core::sse;
+use fastagg_core::framing;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -994,10 +994,10 @@ impl AggregatedResponse {
 /// A generic WHATWG server-sent-events decoder (any provider).
 #[pyclass(module = "fastagg._fastagg")]
 pub struct SseDecoder {
-    core: sse::SseDecoder,
+    core: framing::SseDecoder,
 }
 
-fn events_to_py(py: Python<'_>, events: Vec<sse::SseEvent>) -> PyResult<Bound<'_, PyList>> {
+fn events_to_py(py: Python<'_>, events: Vec<framing::SseEvent>) -> PyResult<Bound<'_, PyList>> {
     let list = PyList::empty(py);
     for e in events {
         list.append(Bound::new(
@@ -1018,7 +1018,7 @@ impl SseDecoder {
     #[new]
     fn new() -> Self {
         Self {
-            core: sse::SseDecoder::new(),
+            core: framing::SseDecoder::new(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! classic framer's splitter; a line is kept only up to `max_event_bytes`
 //! plus its field name, the rest is counted, so memory stays bounded.
 
-use crate::sse::LineSplitter;
+use crate::framing::LineSplitter;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Room for a field name and its colon beyond `max_event_bytes`.
