@@ -14,4 +14,3 @@ def test_x1_generated_copies_are_fresh() -> None:
         text=True,
     )
     assert (run.returncode, run.stdout) == (0, "")
-

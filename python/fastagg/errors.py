@@ -17,7 +17,9 @@ class MalformedStreamError(FastaggError, ValueError):
     its 0-based index among dispatched payloads. The bad event was skipped and
     the aggregator is still usable. ``deltas`` holds every delta that the same
     ``feed()`` call produced from good events; ``errors`` every error of that
-    call (this one first).
+    call (this one first). ``diagnostic`` is the structured form of this error
+    (spec/diagnostics.md X4; None when the raiser gave none), ``diagnostics``
+    those of ``errors``, in order.
     """
 
     def __init__(
@@ -28,6 +30,8 @@ class MalformedStreamError(FastaggError, ValueError):
         event_index: int,
         deltas: list[Any] | None = None,
         errors: list[MalformedStreamError] | None = None,
+        *,
+        diagnostic: Any = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -35,6 +39,12 @@ class MalformedStreamError(FastaggError, ValueError):
         self.event_index = event_index
         self.deltas: list[Any] = [] if deltas is None else deltas
         self.errors: list[MalformedStreamError] = [self] if errors is None else errors
+        self.diagnostic = diagnostic
+
+    @property
+    def diagnostics(self) -> tuple[Any, ...]:
+        """X4: the diagnostics of ``errors``, in order."""
+        return tuple(e.diagnostic for e in self.errors if e.diagnostic is not None)
 
 
 class AggregatorClosed(FastaggError, RuntimeError):

@@ -15,6 +15,8 @@ The package mirrors ``rust/core/src`` file for file:
 - ``json_path``: the paths of streamed partial args (C4, C5, C9, C16);
 - ``aggregate``: the event / candidate / part / call state machine (E, P and
   C rules) and the results (``AggregatedResponse``, ``Candidate``, D1-D8);
+- ``diagnostics``: every warning as a ``Diagnostic`` rendered from the shared
+  catalog (spec/diagnostics.md X1-X5);
 - ``interactions``: the Interactions API twin (I rules).
 """
 
@@ -34,6 +36,7 @@ from .aggregate.response import (
     TextDelta,
 )
 from .aggregate.response import Delta as Delta
+from .diagnostics import Diagnostic
 from .error import EVENT_TOO_LARGE as EVENT_TOO_LARGE
 from .error import INVALID_JSON as INVALID_JSON
 from .error import INVALID_UTF8 as INVALID_UTF8
@@ -53,6 +56,7 @@ __all__ = [
     "CallEnd",
     "CallStart",
     "Candidate",
+    "Diagnostic",
     "Finish",
     "SseDecoder",
     "SseEvent",

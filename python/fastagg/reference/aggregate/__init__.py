@@ -15,6 +15,7 @@ from typing import Any
 
 from ..._chunks import chunk_to_mapping
 from ...errors import AggregatorClosed, MalformedStreamError
+from ..diagnostics import Diagnostic, _diagnostic
 from ..error import EVENT_TOO_LARGE, _malformed
 from ..event import _parse_payload
 from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
@@ -47,26 +48,26 @@ _SECOND_FEEDER = (
 
 
 class _Warnings:
-    """The warnings of a stream, bounded (D7); the ones beyond the cap are counted."""
+    """The diagnostics of a stream, bounded (D7, X3); the ones beyond the cap are counted."""
 
     __slots__ = ("dropped", "kept")
 
     def __init__(self) -> None:
-        self.kept: list[str] = []
+        self.kept: list[Diagnostic] = []
         self.dropped = 0
 
-    def append(self, text: str) -> None:
+    def append(self, diagnostic: Diagnostic) -> None:
         if len(self.kept) < _MAX_WARNINGS:
-            self.kept.append(text)
+            self.kept.append(diagnostic)
         else:
             self.dropped += 1
 
-    def render(self) -> list[str]:
-        """The kept warnings, then one that counts the others."""
+    def render(self) -> tuple[Diagnostic, ...]:
+        """The kept diagnostics, then one that counts the others."""
         if not self.dropped:
-            return list(self.kept)
-        summary = f"D7: {self.dropped} more warnings were not kept (at most {_MAX_WARNINGS} are)"
-        return [*self.kept, summary]
+            return tuple(self.kept)
+        summary = _diagnostic("warnings_dropped", count=self.dropped, limit=_MAX_WARNINGS)
+        return (*self.kept, summary)
 
 
 class _TurnState:
@@ -107,7 +108,7 @@ class _TurnState:
 
     def shape(self, i: int, where: str, expected: str) -> None:
         """E7: a value of the wrong type is ignored with a warning."""
-        self.warnings.append(f"E7: event {i}: {where} is not {expected}; ignored")
+        self.warnings.append(_diagnostic("wrong_shape", event=i, path=where, expected=expected))
 
 
 def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedResponse:
@@ -251,10 +252,7 @@ class StreamAggregator:
         for frame in frames:
             self._frame(frame, deltas if self._deltas else None, None)
         if self._bytes_seen > 0 and self._events_seen == 0:
-            self._warnings.append(
-                f"F2: no event was found in {self._bytes_seen} bytes of body "
-                "(expected a streamGenerateContent?alt=sse response)"
-            )
+            self._warnings.append(_diagnostic("no_event_found", bytes=self._bytes_seen))
         _close_open_calls(self._state, deltas if self._deltas else None)
         return deltas
 
@@ -290,15 +288,14 @@ class StreamAggregator:
         elif frame.kind == TOO_LARGE:
             self._reject(EVENT_TOO_LARGE, frame.offset, errors)
         elif frame.kind == WARNING:
-            assert isinstance(frame.data, str)
+            assert isinstance(frame.data, Diagnostic)
             self._warnings.append(frame.data)
         elif frame.kind == UNTERMINATED:
             assert isinstance(frame.data, bytes)
             problem, event = _parse_payload(frame.data, self._max_event_bytes)
             if problem is None:
                 self._warnings.append(
-                    f"F6: the stream ended inside an unterminated event at byte {frame.offset}; "
-                    "it was complete JSON and was processed"
+                    _diagnostic("unterminated_event_processed", offset=frame.offset)
                 )
                 index = self._events_seen
                 self._events_seen += 1
@@ -310,10 +307,7 @@ class StreamAggregator:
 
     def _drop_incomplete(self, offset: int) -> None:
         self._truncated = True
-        self._warnings.append(
-            f"F6: the stream ended inside an incomplete event at byte {offset}; "
-            "it was dropped and the result is marked truncated"
-        )
+        self._warnings.append(_diagnostic("incomplete_event_dropped", offset=offset))
 
     def _dispatch(
         self,
@@ -337,7 +331,7 @@ class StreamAggregator:
         if self._strict and errors is not None:
             errors.append(error)
         else:
-            self._warnings.append(f"F8: {error}")
+            self._warnings.append(error.diagnostic)
 
     def _finish_call(self, deltas: list[Delta], errors: list[MalformedStreamError]) -> list[Delta]:
         if errors:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..diagnostics import _diagnostic
 from ..json_path import _MISSING, _SYNTAX, _assign, _holds_value, parse_json_path
 from .parts import _KeptPart
-from .render import _cj, _is_number, _q, _render_json, _same_json
+from .render import _is_number, _render_json, _same_json
 from .response import ArgDelta, CallEnd, CallStart, Delta
 
 if TYPE_CHECKING:
@@ -96,10 +97,14 @@ def _complete_call(
     """C1: a complete call is kept as received; C15: one without a name is left out."""
     if not isinstance(fc.get("name"), str):  # C15: a call nobody can answer
         info = _complete_call_info(fc)
-        with_id = f" with id {_q(info['id'])}" if info["id"] is not None else ""
         state.warnings.append(
-            f"C15: event {i}: candidates[{j}].content.parts[{p}] is a function "
-            f"call{with_id} without a name; it was left out (its args: {_cj(info['args'])})"
+            _diagnostic(
+                "nameless_call",
+                event=i,
+                path=f"candidates[{j}].content.parts[{p}]",
+                call_id=info["id"],
+                args=info["args"],
+            )
         )
         return
     cand.slots.append(_KeptPart(part, is_call=True))
@@ -117,8 +122,9 @@ def _open_call(
     if len(cand.open_calls) == _MAX_OPEN_CALLS:  # C14: close the least recently updated
         oldest = min(cand.open_calls, key=lambda c: c.touched)
         state.warnings.append(
-            f"C14: candidate {cand.index}, part {oldest.slot}: more than "
-            f"{_MAX_OPEN_CALLS} streamed calls were open at once; this one was closed"
+            _diagnostic(
+                "open_call_limit", candidate=cand.index, part=oldest.slot, limit=_MAX_OPEN_CALLS
+            )
         )
         _close_call(state, cand, oldest, deltas)
     call.slot = len(cand.slots)
@@ -142,17 +148,13 @@ def _name_and_signature(
             call.name = name
         elif call.name != name:
             state.warnings.append(
-                f"C2: candidate {c}, part {k}: a later chunk named the call {_q(name)} "
-                f"but it is named {_q(call.name)}; the first name was kept"
+                _diagnostic("call_renamed", candidate=c, part=k, name=name, kept_name=call.name)
             )
     if signature is not None:
         if call.signature is None:
             call.signature = signature
         elif not _same_json(call.signature, signature):
-            state.warnings.append(
-                f"C6: candidate {c}, part {k}: a later chunk carried a different "
-                "thoughtSignature; the first one was kept"
-            )
+            state.warnings.append(_diagnostic("signature_changed", candidate=c, part=k))
 
 
 def _route(
@@ -217,13 +219,15 @@ def _partial_arg(
         else:
             reason = _assign(call.args, parsed, value, append=key == "stringValue")
     if reason is not None:
+        c, k = cand.index, call.slot
         if isinstance(path, str):
-            shown = _q(path)
+            diagnostic = _diagnostic(
+                "partial_arg_skipped", candidate=c, part=k, json_path=path, reason=reason
+            )
         else:
-            shown = "<missing>" if path is _MISSING else "<not a string>"
-        state.warnings.append(
-            f"C5: candidate {cand.index}, part {call.slot}: partial arg at {shown} skipped: {reason}"
-        )
+            code = "partial_arg_path_missing" if path is _MISSING else "partial_arg_path_not_string"
+            diagnostic = _diagnostic(code, candidate=c, part=k, reason=reason)
+        state.warnings.append(diagnostic)
         return
     if deltas is not None:
         deltas.append(ArgDelta(cand.index, call.slot, path, value))
@@ -234,10 +238,14 @@ def _close_call(
 ) -> None:
     cand.open_calls.remove(call)
     if call.name is None:  # C6, C12: left out of parts, reported with its args
-        with_id = f" with id {_q(call.id)}" if call.id is not None else ""
         state.warnings.append(
-            f"C6: candidate {cand.index}, part {call.slot}: a streamed function call{with_id} "
-            f"never received a name and was left out; its args: {_cj(_render_json(call.args))}"
+            _diagnostic(
+                "nameless_streamed_call",
+                candidate=cand.index,
+                part=call.slot,
+                call_id=call.id,
+                args=_render_json(call.args),
+            )
         )
     elif deltas is not None:
         deltas.append(CallEnd(cand.index, call.slot, _streamed_call_info(call)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .render import _cj, _json_identity, _same_json
+from ..diagnostics import _diagnostic
+from .render import _json_identity, _same_json
 
 if TYPE_CHECKING:
     from . import _TurnState
@@ -43,8 +44,7 @@ def _response_id_change(state: _TurnState, i: int, value: Any) -> None:
     """E10: a body that switches responseId holds several responses; say so."""
     if not _same_json(state.response_id, value):
         state.warnings.append(
-            f"E10: event {i}: responseId changed from {_cj(state.response_id)} to {_cj(value)}; "
-            "the body holds more than one response and they were aggregated as one model turn"
+            _diagnostic("response_id_changed", event=i, kept_id=state.response_id, new_id=value)
         )
 
 

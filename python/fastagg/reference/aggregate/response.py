@@ -13,6 +13,8 @@ from .render import _render_json
 if TYPE_CHECKING:
     from google.genai import types as genai_types
 
+    from ..diagnostics import Diagnostic
+
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
@@ -183,6 +185,7 @@ class AggregatedResponse:
     __slots__ = (
         "_candidates",
         "_create_time",
+        "_diagnostics",
         "_error",
         "_first",
         "_model_version",
@@ -203,7 +206,7 @@ class AggregatedResponse:
         prompt_feedback: Any,
         error: Any,
         truncated: bool,
-        warnings: list[str],
+        diagnostics: tuple[Diagnostic, ...],
     ) -> None:
         self._candidates = candidates
         self._first = next((c for c in candidates if c.index == 0), None)
@@ -214,7 +217,8 @@ class AggregatedResponse:
         self._prompt_feedback = prompt_feedback
         self._error = error
         self._truncated = truncated
-        self._warnings = warnings
+        self._diagnostics = diagnostics
+        self._warnings = [d.message for d in diagnostics]  # X3
 
     @property
     def parts(self) -> list[dict[str, Any]]:
@@ -299,8 +303,13 @@ class AggregatedResponse:
 
     @property
     def warnings(self) -> list[str]:
-        """Non-fatal anomalies, in the order they were found."""
+        """Non-fatal anomalies, in the order they were found: the diagnostics' messages."""
         return self._warnings
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """The warnings, structured (spec/diagnostics.md X3), in the same order."""
+        return self._diagnostics
 
     def to_dict(self) -> dict[str, Any]:
         """A ``GenerateContentResponse``-shaped dict of the aggregate (D2), fresh."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..diagnostics import _diagnostic
 from .lines import _NON_WS, WARNING, Frame, _Buffer, _event_frame, _string_step
 
 _QUOTE, _COMMA = 0x22, 0x2C
@@ -82,14 +83,9 @@ class _ArrayFramer:
                 m = _NON_WS.search(data, i)
                 if m is not None and not self._warned:
                     self._warned = True
-                    out.append(
-                        Frame(
-                            WARNING,
-                            base + m.start(),
-                            f"F1: data after the end of the JSON array at byte "
-                            f"{base + m.start()} was ignored",
-                        )
-                    )
+                    offset = base + m.start()
+                    diagnostic = _diagnostic("array_trailing_data", offset=offset)
+                    out.append(Frame(WARNING, offset, diagnostic))
                 return
             if self._elem is not None:
                 i = self._scan_element(data, i, out)

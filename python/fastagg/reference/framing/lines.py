@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
 
 _BOM = b"\xef\xbb\xbf"
 _CR, _LF = 0x0D, 0x0A
@@ -33,7 +36,7 @@ class Frame(NamedTuple):
 
     kind: str
     offset: int
-    data: bytes | str | None = None  # payload bytes, or the text of a warning
+    data: bytes | Diagnostic | None = None  # payload bytes, or a framing warning
 
 
 class _BomStripper:

@@ -15,8 +15,10 @@ import orjson
 
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
-from ..aggregate.render import _q
 from ..aggregate.response import ArgDelta, CallEnd, CallStart, Delta, Finish, StreamError, TextDelta
+from ..diagnostics import Diagnostic, _diagnostic
+from ..error import _malformed
+from ..event import _parse_payload
 from ..framing.lines import _as_bytes
 from .framing import _AFTER_DONE, _PAYLOAD, _TOO_LARGE, _UNTERMINATED, _Frame, _Framer
 from .steps import _IMPLIED, _deep_copy, _Step
@@ -63,41 +65,6 @@ class InteractionResponse:
         return orjson.dumps(self.to_dict())
 
 
-def _malformed(problem: str, n: int, offset: int, limit: int) -> MalformedStreamError:
-    where = f"event {n} at byte {offset}"
-    kind = "invalid-json"
-    if problem == "invalid-utf8":
-        message, kind = f"{where} is not valid UTF-8; it was skipped", problem
-    elif problem == "event-too-large":
-        message, kind = (
-            f"{where} is larger than max_event_bytes ({limit}); it was skipped "
-            "(raise max_event_bytes if such events are expected)",
-            problem,
-        )
-    elif problem == "not-an-object":
-        message = f"{where} is JSON but not an object; it was skipped"
-    else:
-        message = (
-            f"{where} is not valid JSON; it was skipped "
-            "(is this the body of a streamed Interactions API response?)"
-        )
-    return MalformedStreamError(message, kind, offset, n)
-
-
-def _parse(data: bytes) -> tuple[str | None, dict[str, Any] | None]:
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return "invalid-utf8", None
-        return "invalid-json", None
-    if not isinstance(value, dict):
-        return "not-an-object", None
-    return None, value
-
-
 def _str(obj: dict[str, Any], key: str) -> str | None:
     v = obj.get(key)
     return v if isinstance(v, str) else None
@@ -139,7 +106,7 @@ class InteractionsAggregator:
         self._error: Any = None
         self._complete = False
         self._truncated = False
-        self._warnings: list[str] = []
+        self._warnings: list[Diagnostic] = []
         self._events_seen = 0
         self._bytes_seen = 0
         self._result: InteractionResponse | None = None
@@ -220,10 +187,8 @@ class InteractionsAggregator:
         for frame in frames:
             self._frame(frame, deltas, errors)
         for err in errors:
-            self._warnings.append(f"I4: {err}")
+            self._warnings.append(err.diagnostic)
         result = self._render(closing=True)
-        if self._bytes_seen > 0 and not self._framer.done:
-            result._fields["warnings"].append("I3: the stream ended without the [DONE] sentinel")
         self._result = result
         return result
 
@@ -251,11 +216,11 @@ class InteractionsAggregator:
         return n
 
     def _report(self, problem: str, offset: int, errors: list[MalformedStreamError]) -> None:
-        err = _malformed(problem, self._next_index(), offset, self._max)
+        err = _malformed(problem, self._next_index(), offset, self._max, interactions=True)
         if self._strict:
             errors.append(err)
         else:
-            self._warnings.append(f"I4: {err}")
+            self._warnings.append(err.diagnostic)
 
     def _frame(
         self, frame: _Frame, deltas: list[Delta], errors: list[MalformedStreamError]
@@ -266,14 +231,15 @@ class InteractionsAggregator:
         elif kind == _TOO_LARGE:
             self._report("event-too-large", offset, errors)
         elif kind == _AFTER_DONE:
-            self._warnings.append(f"I3: data after the [DONE] sentinel (byte {offset}) was ignored")
+            self._warnings.append(_diagnostic("ix_data_after_done", offset=offset))
         elif kind == _UNTERMINATED:
             n = self._next_index()
-            problem, event = _parse(data)
-            if problem is None and event is not None:
+            problem, event = _parse_payload(data, self._max)
+            if problem is None:
                 self._apply(n, event, name, deltas)
             else:
-                self._warnings.append(f"I4: {_malformed(problem or '', n, offset, self._max)}")
+                err = _malformed(problem, n, offset, self._max, interactions=True)
+                self._warnings.append(err.diagnostic)
                 self._truncated = True
 
     def _payload(
@@ -284,9 +250,9 @@ class InteractionsAggregator:
         deltas: list[Delta],
         errors: list[MalformedStreamError],
     ) -> None:
-        problem, event = _parse(data)
-        if problem is not None or event is None:
-            self._report(problem or "", offset, errors)
+        problem, event = _parse_payload(data, self._max)
+        if problem is not None:
+            self._report(problem, offset, errors)
             return
         self._apply(self._next_index(), event, name, deltas)
 
@@ -312,8 +278,12 @@ class InteractionsAggregator:
             if self._deltas:
                 deltas.append(StreamError(_deep_copy(error)))
         else:
-            shown = "<missing>" if kind is None else _q(kind)
-            self._warnings.append(f"I5: event {n}: unknown event type {shown} skipped")
+            if kind is None:
+                self._warnings.append(_diagnostic("ix_missing_event_type", event=n))
+            else:
+                self._warnings.append(
+                    _diagnostic("ix_unknown_event_type", event=n, event_type=kind)
+                )
 
     def _on_interaction(self, event: dict[str, Any], completed: bool, deltas: list[Delta]) -> None:
         status: str | None = None
@@ -354,14 +324,11 @@ class InteractionsAggregator:
     def _on_step(self, n: int, kind: str, event: dict[str, Any], deltas: list[Delta]) -> None:
         index = event.get("index")
         if type(index) is not int or not 0 <= index < 2**31:
-            self._warnings.append(f"I9: event {n}: {kind} without a valid step index skipped")
+            self._warnings.append(_diagnostic("ix_step_index_invalid", event=n, event_type=kind))
             return
         if kind == "step.start":
             if index in self._steps:
-                self._warnings.append(
-                    f"I10: event {n}: step {index} already started; "
-                    "the repeated step.start was skipped"
-                )
+                self._warnings.append(_diagnostic("ix_step_restarted", event=n, step=index))
                 return
             value = event.get("step")
             step = _Step(dict(value) if isinstance(value, dict) else {})
@@ -370,9 +337,7 @@ class InteractionsAggregator:
         elif kind == "step.delta":
             delta = event.get("delta")
             if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
-                self._warnings.append(
-                    f"I12: event {n}: step {index}: a delta without a type was skipped"
-                )
+                self._warnings.append(_diagnostic("ix_delta_without_type", event=n, step=index))
                 return
             dtype = delta["type"]
             self._ensure_step(n, index, _IMPLIED.get(dtype, dtype), deltas)
@@ -381,19 +346,17 @@ class InteractionsAggregator:
                 self._usage = meta["total_usage"]
             step = self._steps[index]
             if step.stopped:
-                self._warnings.append(
-                    f"I12: event {n}: step {index}: a delta after step.stop was skipped"
-                )
+                self._warnings.append(_diagnostic("ix_delta_after_stop", event=n, step=index))
                 return
             args: list[tuple[str, Any]] = []
             text, long_path, problem = step.apply(dtype, delta, self._deltas, args)
             if long_path and step.parser is not None and not step.parser.long_path_warned:
                 step.parser.long_path_warned = True
-                self._warnings.append(
-                    f"I15: step {index}: argument paths longer than 1024 bytes are not streamed live"
-                )
+                self._warnings.append(_diagnostic("ix_long_arg_path", step=index))
             if problem is not None:
-                self._warnings.append(f"I12: event {n}: step {index}: {problem}")
+                self._warnings.append(
+                    _diagnostic("ix_delta_skipped", event=n, step=index, reason=problem)
+                )
             if self._deltas:
                 if text is not None:
                     deltas.append(TextDelta(0, index, text[0], text[1]))
@@ -408,14 +371,14 @@ class InteractionsAggregator:
                 return
             err = step.stop()
             if err is not None:
-                self._warnings.append(f"I16: step {index}: {err}")
+                self._warnings.append(_diagnostic("ix_bad_arguments", step=index, reason=err))
             elif step.is_call() and self._deltas:
                 deltas.append(CallEnd(0, index, step.call(step.render())))
 
     def _ensure_step(self, n: int, index: int, kind: str | None, deltas: list[Delta]) -> None:
         if index in self._steps:
             return
-        self._warnings.append(f"I11: event {n}: step {index} had no step.start")
+        self._warnings.append(_diagnostic("ix_step_without_start", event=n, step=index))
         step = _Step({} if kind is None else {"type": kind})
         self._call_start(step, index, deltas)
         self._steps[index] = step
@@ -434,7 +397,7 @@ class InteractionsAggregator:
             )
 
     def _render(self, closing: bool) -> InteractionResponse:
-        warnings = list(self._warnings)
+        diagnostics = list(self._warnings)
         steps: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         unfinished: list[int] = []
@@ -453,9 +416,10 @@ class InteractionsAggregator:
             if step.unfinished():
                 unfinished.append(index)
             if closing and not step.stopped:
-                shown = "null" if kind is None else _q(kind)
-                warnings.append(f"I17: step {index} ({shown}) never received step.stop")
+                diagnostics.append(_diagnostic("ix_step_never_stopped", step=index, step_type=kind))
             steps.append(rendered)
+        if closing and self._bytes_seen > 0 and not self._framer.done:
+            diagnostics.append(_diagnostic("ix_missing_done"))
         return InteractionResponse(
             steps=steps,
             function_calls=calls,
@@ -469,7 +433,8 @@ class InteractionsAggregator:
             complete=self._complete,
             done=self._framer.done,
             truncated=self._truncated,
-            warnings=warnings,
+            diagnostics=tuple(diagnostics),
+            warnings=[d.message for d in diagnostics],  # X3
             unfinished_calls=unfinished,
             text="".join(text),
             thought_text="".join(thought),
