@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._diagnostics_table import DIAGNOSTICS
-from .._json import JSONValue
+from .._json import JSONObject, JSONValue
 from .aggregate.render import _cj
 
 # X2: `{field}` or `{field!j}`, and `[[...]]` groups left out when a field in them is null.
@@ -53,19 +53,19 @@ class Diagnostic:
     step: int | None = None
     step_type: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         """``{"code", "rule", "message"}`` plus the code's own fields (X5)."""
-        out: dict[str, Any] = {"code": self.code, "rule": self.rule, "message": self.message}
+        out: JSONObject = {"code": self.code, "rule": self.rule, "message": self.message}
         for name in DIAGNOSTICS[self.code][1]:
             out[name] = getattr(self, name)
         return out
 
 
-def _field_text(value: Any, as_json: bool) -> str:
+def _field_text(value: JSONValue, as_json: bool) -> str:
     return _cj(value) if as_json else str(value)
 
 
-def _render(template: str, values: dict[str, Any]) -> str:
+def _render(template: str, values: JSONObject) -> str:
     """X2: the template with its placeholders replaced and its optional groups decided."""
 
     def group(m: re.Match[str]) -> str:

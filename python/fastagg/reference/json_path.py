@@ -6,6 +6,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .._json import JSONObject, JSONValue
+
 _SYNTAX = "unsupported jsonPath syntax"
 _TOO_DEEP = "jsonPath deeper than 1024 segments"
 _CONFLICT = "type conflict with the existing value"
@@ -125,7 +127,7 @@ class _StrBuf:
 _MISSING = object()
 
 
-def _holds_value(args: dict[str, Any], path: tuple[Segment, ...]) -> bool:
+def _holds_value(args: JSONObject, path: tuple[Segment, ...]) -> bool:
     """Whether ``path`` resolves to an existing value (null included) (C10)."""
     node: Any = args
     for seg in path:
@@ -143,7 +145,7 @@ def _holds_value(args: dict[str, Any], path: tuple[Segment, ...]) -> bool:
 _PAD_SLACK = 8  # C16: how far past the end of an array an index may point
 
 
-def _write_problem(args: dict[str, Any], path: tuple[Segment, ...]) -> str | None:
+def _write_problem(args: JSONObject, path: tuple[Segment, ...]) -> str | None:
     """The first problem of writing at ``path``, left to right (C9, C16), or None.
 
     Along the existing values: an object is needed before a key, an array
@@ -176,7 +178,7 @@ def _too_far(index: int, length: int) -> str:
 
 
 def _assign(
-    args: dict[str, Any], path: tuple[Segment, ...], value: Any, *, append: bool
+    args: JSONObject, path: tuple[Segment, ...], value: JSONValue, *, append: bool
 ) -> str | None:
     """Apply one partial arg (C4, C9); the reason when it is refused (nothing changed then)."""
     problem = _write_problem(args, path)
@@ -198,10 +200,12 @@ def _assign(
             node[seg] = current
         node = current
     seg = path[last]
-    if append and isinstance(current, _StrBuf):
-        current.fragments.append(value)
-    elif append and isinstance(current, str):
-        node[seg] = _StrBuf([current, value])
-    else:
-        node[seg] = value
+    if append and isinstance(value, str):  # a stringValue fragment extends a string (C4)
+        if isinstance(current, _StrBuf):
+            current.fragments.append(value)
+            return None
+        if isinstance(current, str):
+            node[seg] = _StrBuf([current, value])
+            return None
+    node[seg] = value
     return None

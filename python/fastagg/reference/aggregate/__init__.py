@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..._chunks import chunk_to_mapping
+from ..._json import JSONObject, JSONValue
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..diagnostics import Diagnostic, _diagnostic
 from ..error import EVENT_TOO_LARGE, _malformed
@@ -30,7 +31,7 @@ _MAX_ARRAY_INDEX_CAP = 2**31 - 1  # D2b: the largest max_array_index accepted
 _MAX_EVENT_BYTES_CAP = 2**63 - 1  # D2b: the largest max_event_bytes accepted (sys.maxsize)
 
 
-def _check_limit(name: str, value: Any, cap: int) -> int:
+def _check_limit(name: str, value: object, cap: int) -> int:
     if type(value) is not int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < 0:
@@ -77,15 +78,15 @@ class _TurnState:
         self.max_array_index = max_array_index
         self.warnings = warnings
         self.candidates: dict[int, _CandidateState] = {}
-        self.usage: dict[str, Any] | None = None
-        self.model_version: Any = None
-        self.response_id: Any = None
-        self.create_time: Any = None
-        self.prompt_feedback: Any = None
-        self.error: Any = None
+        self.usage: JSONObject | None = None
+        self.model_version: JSONValue = None
+        self.response_id: JSONValue = None
+        self.create_time: JSONValue = None
+        self.prompt_feedback: JSONValue = None
+        self.error: JSONValue = None
         self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C14)
 
-    def apply(self, event: dict[str, Any], i: int, deltas: list[Delta] | None) -> None:
+    def apply(self, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
         """Fold event payload number ``i`` into the state (E1-E3, E7, E8)."""
         error = event.get("error")
         if error is not None:  # E1, E8
@@ -292,8 +293,8 @@ class StreamAggregator:
             self._warnings.append(frame.data)
         elif frame.kind == UNTERMINATED:
             assert isinstance(frame.data, bytes)
-            problem, event = _parse_payload(frame.data, self._max_event_bytes)
-            if problem is None:
+            event = _parse_payload(frame.data, self._max_event_bytes)
+            if not isinstance(event, str):
                 self._warnings.append(
                     _diagnostic("unterminated_event_processed", offset=frame.offset)
                 )
@@ -316,9 +317,9 @@ class StreamAggregator:
         deltas: list[Delta] | None,
         errors: list[MalformedStreamError] | None,
     ) -> None:
-        problem, event = _parse_payload(payload, self._max_event_bytes)
-        if problem is not None:
-            self._reject(problem, offset, errors)
+        event = _parse_payload(payload, self._max_event_bytes)
+        if isinstance(event, str):
+            self._reject(event, offset, errors)
             return
         index = self._events_seen
         self._events_seen += 1

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._json import JSONObject, JSONValue, Part
 from ..diagnostics import _diagnostic
 from ..json_path import _MISSING, _SYNTAX, _assign, _holds_value, parse_json_path
 from .parts import _KeptPart
@@ -28,16 +29,16 @@ class _StreamedCall:
         self.finished = False  # C13: closed by the model, not flushed by close()
         self.id = call_id
         self.name = name
-        self.args: dict[str, Any] = {}
-        self.signature: Any = None  # any JSON value but null (P5: kept as received)
+        self.args: JSONObject = {}
+        self.signature: JSONValue = None  # any JSON value but null (P5: kept as received)
         self.touched = 0  # clock of the last chunk routed here
 
 
 def _function_call(
     state: _TurnState,
     cand: _CandidateState,
-    part: dict[str, Any],
-    fc: dict[str, Any],
+    part: Part,
+    fc: JSONObject,
     i: int,
     j: int,
     p: int,
@@ -87,8 +88,8 @@ def _function_call(
 def _complete_call(
     state: _TurnState,
     cand: _CandidateState,
-    part: dict[str, Any],
-    fc: dict[str, Any],
+    part: Part,
+    fc: JSONObject,
     i: int,
     j: int,
     p: int,
@@ -139,7 +140,7 @@ def _name_and_signature(
     cand: _CandidateState,
     call: _StreamedCall,
     name: str | None,
-    signature: Any,
+    signature: JSONValue,
 ) -> None:
     """C2, C6: the first name and the first thoughtSignature of a call are kept."""
     c, k = cand.index, call.slot
@@ -161,7 +162,7 @@ def _route(
     cand: _CandidateState,
     call_id: str | None,
     name: str | None,
-    partial_args: list[Any],
+    partial_args: list[JSONValue],
     max_array_index: int,
 ) -> _StreamedCall | None:
     """C2: the call a streamed chunk belongs to; a new one has ``slot == -1``."""
@@ -192,7 +193,7 @@ def _partial_arg(
     state: _TurnState,
     cand: _CandidateState,
     call: _StreamedCall,
-    item: dict[str, Any],
+    item: JSONObject,
     deltas: list[Delta] | None,
 ) -> None:
     """C9: apply one partial arg, or skip it with a C5 warning."""
@@ -259,7 +260,7 @@ def _close_open_calls(state: _TurnState, deltas: list[Delta] | None) -> None:
             _close_call(state, cand, call, deltas)
 
 
-def _complete_call_info(fc: dict[str, Any]) -> dict[str, Any]:
+def _complete_call_info(fc: JSONObject) -> JSONObject:
     """C11: ``{"id", "name", "args"}`` of a complete call part, args copied."""
     call_id, name, args = fc.get("id"), fc.get("name"), fc.get("args")
     return {
@@ -269,5 +270,5 @@ def _complete_call_info(fc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _streamed_call_info(call: _StreamedCall) -> dict[str, Any]:
+def _streamed_call_info(call: _StreamedCall) -> JSONObject:
     return {"id": call.id, "name": call.name, "args": _render_json(call.args)}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._json import JSONObject, JSONValue, Part
 from .calls import _complete_call_info, _function_call, _streamed_call_info, _StreamedCall
 from .merge import _citations
 from .parts import _add_part, _KeptPart, _TextRun
@@ -34,11 +35,13 @@ class _CandidateState:
         self.open_calls: list[_StreamedCall] = []
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
-        self.metadata: dict[str, Any] = {}
+        self.metadata: JSONObject = {}
         self.citation_seen: dict[str, set[str]] = {}
 
 
-def _candidate(state: _TurnState, obj: Any, i: int, j: int, deltas: list[Delta] | None) -> None:
+def _candidate(
+    state: _TurnState, obj: JSONValue, i: int, j: int, deltas: list[Delta] | None
+) -> None:
     """Fold ``candidates[j]`` of event ``i`` into the candidate of its index (E4)."""
     if not isinstance(obj, dict):
         state.shape(i, f"candidates[{j}]", "an object")
@@ -85,7 +88,7 @@ def _candidate(state: _TurnState, obj: Any, i: int, j: int, deltas: list[Delta] 
 def _part(
     state: _TurnState,
     cand: _CandidateState,
-    part: dict[str, Any],
+    part: Part,
     i: int,
     j: int,
     p: int,
@@ -104,10 +107,10 @@ def _part(
 def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
     """Render one candidate; ``fresh`` copies what the state keeps (for snapshots)."""
     keep = _render_json if fresh else _same
-    parts: list[dict[str, Any]] = []
+    parts: list[Part] = []
     text: list[str] = []
     thought_text: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[JSONObject] = []
     unfinished: list[int] = []
     for slot in cand.slots:
         if isinstance(slot, _TextRun):
@@ -121,10 +124,10 @@ def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
             if slot.is_call:
                 calls.append(_complete_call_info(slot.part["functionCall"]))
         elif slot.name is not None:  # a nameless call is left out (C6, C12)
-            call: dict[str, Any] = {"id": slot.id} if slot.id is not None else {}
+            call: JSONObject = {"id": slot.id} if slot.id is not None else {}
             call["name"] = slot.name
             call["args"] = _render_json(slot.args)
-            part: dict[str, Any] = {"functionCall": call}
+            part: Part = {"functionCall": call}
             if slot.signature is not None:
                 part["thoughtSignature"] = slot.signature
             if not slot.finished:

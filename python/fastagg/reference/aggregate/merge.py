@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._json import JSONObject, JSONValue
 from ..diagnostics import _diagnostic
 from .render import _json_identity, _same_json
 
@@ -21,7 +22,7 @@ _TOP_LEVEL = (
 )
 
 
-def _merge_usage(state: _TurnState, usage: dict[str, Any]) -> None:
+def _merge_usage(state: _TurnState, usage: JSONObject) -> None:
     """E3: running totals, merged key by key."""
     if state.usage is None:
         state.usage = {}
@@ -30,7 +31,7 @@ def _merge_usage(state: _TurnState, usage: dict[str, Any]) -> None:
             state.usage[key] = value
 
 
-def _set_top_level(state: _TurnState, event: dict[str, Any], i: int) -> None:
+def _set_top_level(state: _TurnState, event: JSONObject, i: int) -> None:
     """E3: every top-level field is the last non-null one."""
     for key, attr in _TOP_LEVEL:
         value = event.get(key)
@@ -40,7 +41,7 @@ def _set_top_level(state: _TurnState, event: dict[str, Any], i: int) -> None:
             setattr(state, attr, value)
 
 
-def _response_id_change(state: _TurnState, i: int, value: Any) -> None:
+def _response_id_change(state: _TurnState, i: int, value: JSONValue) -> None:
     """E10: a body that switches responseId holds several responses; say so."""
     if not _same_json(state.response_id, value):
         state.warnings.append(
@@ -48,7 +49,7 @@ def _response_id_change(state: _TurnState, i: int, value: Any) -> None:
         )
 
 
-def _citations(state: _TurnState, cand: _CandidateState, value: Any, i: int, j: int) -> None:
+def _citations(state: _TurnState, cand: _CandidateState, value: JSONValue, i: int, j: int) -> None:
     """E9: citation lists concatenated without exact duplicates, other keys replaced."""
     if not isinstance(value, dict):
         state.shape(i, f"candidates[{j}].citationMetadata", "an object")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..._json import Part
 from .response import Delta, TextDelta
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ class _KeptPart:
 
     def __init__(
         self,
-        part: dict[str, Any],
+        part: Part,
         text: str | None = None,
         thought: bool = False,
         is_call: bool = False,
@@ -43,7 +44,7 @@ class _KeptPart:
         self.is_call = is_call
 
 
-def _add_part(cand: _CandidateState, part: dict[str, Any], deltas: list[Delta] | None) -> None:
+def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> None:
     """Fold one non-empty part that is not a function call (P1-P4, P8)."""
     text = part.get("text")
     if not isinstance(text, str):  # P4 (P8: a non-string text too)

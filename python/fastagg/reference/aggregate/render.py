@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
+from ..._json import JSONValue
 from ..json_path import _StrBuf
+
+_T = TypeVar("_T")
 
 
 def _q(s: str) -> str:
@@ -13,7 +16,7 @@ def _q(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
-def _cj(value: Any) -> str:
+def _cj(value: JSONValue) -> str:
     """``cj(v)``: compact JSON without ASCII escaping, floats as ``repr``."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -48,21 +51,21 @@ def _render_json(value: Any) -> Any:
     return root
 
 
-def _json_identity(value: Any) -> str:
+def _json_identity(value: JSONValue) -> str:
     """Equal for equal JSON values: tells 1, 1.0 and true apart (unlike ``==``),
     ignores key order."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _same_json(a: Any, b: Any) -> bool:
+def _same_json(a: JSONValue, b: JSONValue) -> bool:
     if type(a) is str and type(b) is str:
         return a == b
     return _json_identity(a) == _json_identity(b)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _same(value: Any) -> Any:
+def _same(value: _T) -> _T:
     return value

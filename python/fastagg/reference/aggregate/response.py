@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ..._genai_convert import to_genai
+from ..._json import Content, JSONObject, JSONValue, Part
 from .render import _render_json
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class ArgDelta:
     candidate: int
     index: int
     json_path: str
-    value: Any
+    value: JSONValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,7 @@ class CallEnd:
 
     candidate: int
     index: int
-    call: dict[str, Any]
+    call: JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ class Finish:
 class StreamError:
     """An in-stream error object (E1), verbatim."""
 
-    error: Any
+    error: JSONValue
 
 
 Delta = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
@@ -92,19 +93,19 @@ class Candidate:
     def __init__(
         self,
         index: int,
-        parts: list[dict[str, Any]],
+        parts: list[Part],
         text: str,
         thought_text: str,
-        function_calls: list[dict[str, Any]],
+        function_calls: list[JSONObject],
         finish_reason: str | None,
         finish_message: str | None,
-        metadata: dict[str, Any],
+        metadata: JSONObject,
         unfinished_calls: list[int],
     ) -> None:
         self._index = index
         self._unfinished_calls = unfinished_calls
         self._parts = parts
-        self._content: dict[str, Any] = {"role": "model", "parts": parts}
+        self._content: Content = {"role": "model", "parts": parts}
         self._text = text
         self._thought_text = thought_text
         self._function_calls = function_calls
@@ -118,12 +119,12 @@ class Candidate:
         return self._index
 
     @property
-    def parts(self) -> list[dict[str, Any]]:
+    def parts(self) -> list[Part]:
         """The aggregated parts, REST camelCase, replayable as they are."""
         return self._parts
 
     @property
-    def content(self) -> dict[str, Any]:
+    def content(self) -> Content:
         """``{"role": "model", "parts": parts}``."""
         return self._content
 
@@ -138,7 +139,7 @@ class Candidate:
         return self._thought_text
 
     @property
-    def function_calls(self) -> list[dict[str, Any]]:
+    def function_calls(self) -> list[JSONObject]:
         """``[{"id", "name", "args"}]`` in part order (C11)."""
         return self._function_calls
 
@@ -158,12 +159,12 @@ class Candidate:
         return self._finish_message
 
     @property
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONObject:
         """Every other candidate key (E5, E9), in first-arrival order."""
         return self._metadata
 
-    def _to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": self._content}
+    def _to_dict(self) -> JSONObject:
+        out: JSONObject = {"content": self._content}
         if self._finish_reason is not None:
             out["finishReason"] = self._finish_reason
         if self._finish_message is not None:
@@ -199,12 +200,12 @@ class AggregatedResponse:
     def __init__(
         self,
         candidates: list[Candidate],
-        usage: dict[str, Any] | None,
-        model_version: Any,
-        response_id: Any,
-        create_time: Any,
-        prompt_feedback: Any,
-        error: Any,
+        usage: JSONObject | None,
+        model_version: JSONValue,
+        response_id: JSONValue,
+        create_time: JSONValue,
+        prompt_feedback: JSONValue,
+        error: JSONValue,
         truncated: bool,
         diagnostics: tuple[Diagnostic, ...],
     ) -> None:
@@ -221,12 +222,12 @@ class AggregatedResponse:
         self._warnings = [d.message for d in diagnostics]  # X3
 
     @property
-    def parts(self) -> list[dict[str, Any]]:
+    def parts(self) -> list[Part]:
         """Parts of candidate 0, REST camelCase, replayable as they are."""
         return self._first.parts if self._first is not None else []
 
     @property
-    def content(self) -> dict[str, Any]:
+    def content(self) -> Content:
         """``{"role": "model", "parts": parts}`` of candidate 0."""
         return self._first.content if self._first is not None else {"role": "model", "parts": []}
 
@@ -241,7 +242,7 @@ class AggregatedResponse:
         return self._first.thought_text if self._first is not None else ""
 
     @property
-    def function_calls(self) -> list[dict[str, Any]]:
+    def function_calls(self) -> list[JSONObject]:
         """Function calls of candidate 0 in part order: ``{"id", "name", "args"}``."""
         return self._first.function_calls if self._first is not None else []
 
@@ -262,27 +263,27 @@ class AggregatedResponse:
         return self._first.finish_message if self._first is not None else None
 
     @property
-    def usage(self) -> dict[str, Any] | None:
+    def usage(self) -> JSONObject | None:
         """Merged ``usageMetadata`` (E3)."""
         return self._usage
 
     @property
-    def model_version(self) -> Any:
+    def model_version(self) -> JSONValue:
         """Last non-null ``modelVersion``."""
         return self._model_version
 
     @property
-    def response_id(self) -> Any:
+    def response_id(self) -> JSONValue:
         """Last non-null ``responseId``."""
         return self._response_id
 
     @property
-    def prompt_feedback(self) -> Any:
+    def prompt_feedback(self) -> JSONValue:
         """Last non-null ``promptFeedback``."""
         return self._prompt_feedback
 
     @property
-    def error(self) -> Any:
+    def error(self) -> JSONValue:
         """The last in-stream error object, verbatim (E1, E8)."""
         return self._error
 
@@ -311,18 +312,18 @@ class AggregatedResponse:
         """The warnings, structured (spec/diagnostics.md X3), in the same order."""
         return self._diagnostics
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """A ``GenerateContentResponse``-shaped dict of the aggregate (D2), fresh."""
-        out: dict[str, Any] = _render_json(self._dict())
+        out: JSONObject = _render_json(self._dict())
         return out
 
     def to_json(self) -> bytes:
         """``to_dict()`` as compact UTF-8 JSON."""
         return orjson.dumps(self._dict())
 
-    def _dict(self) -> dict[str, Any]:
+    def _dict(self) -> JSONObject:
         """The D2 dict, sharing this result's containers."""
-        out: dict[str, Any] = {"candidates": [c._to_dict() for c in self._candidates]}
+        out: JSONObject = {"candidates": [c._to_dict() for c in self._candidates]}
         for key, value in (
             ("usageMetadata", self._usage),
             ("modelVersion", self._model_version),

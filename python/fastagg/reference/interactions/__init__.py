@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from ..._json import JSONObject, JSONValue
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
 from ..aggregate.response import ArgDelta, CallEnd, CallStart, Delta, Finish, StreamError, TextDelta
@@ -45,9 +46,9 @@ class InteractionResponse:
             f"steps={len(f['steps'])}, text={f['text'][:60]!r})"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """``{"id"?, "status"?, "steps", "usage"?, "error"?}`` (fresh objects)."""
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         f = self._fields
         if f["interaction_id"] is not None:
             out["id"] = f["interaction_id"]
@@ -65,7 +66,7 @@ class InteractionResponse:
         return orjson.dumps(self.to_dict())
 
 
-def _str(obj: dict[str, Any], key: str) -> str | None:
+def _str(obj: JSONObject, key: str) -> str | None:
     v = obj.get(key)
     return v if isinstance(v, str) else None
 
@@ -97,13 +98,13 @@ class InteractionsAggregator:
         _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP)
         self._framer = _Framer(self._max)
         self._steps: dict[int, _Step] = {}
-        self._interaction: dict[str, Any] = {}
+        self._interaction: JSONObject = {}
         self._interaction_id: str | None = None
         self._status: str | None = None
         self._last_event_id: str | None = None
         self._continuation_token: str | None = None
-        self._usage: Any = None
-        self._error: Any = None
+        self._usage: JSONValue = None
+        self._error: JSONValue = None
         self._complete = False
         self._truncated = False
         self._warnings: list[Diagnostic] = []
@@ -234,11 +235,11 @@ class InteractionsAggregator:
             self._warnings.append(_diagnostic("ix_data_after_done", offset=offset))
         elif kind == _UNTERMINATED:
             n = self._next_index()
-            problem, event = _parse_payload(data, self._max)
-            if problem is None:
+            event = _parse_payload(data, self._max)
+            if not isinstance(event, str):
                 self._apply(n, event, name, deltas)
             else:
-                err = _malformed(problem, n, offset, self._max, interactions=True)
+                err = _malformed(event, n, offset, self._max, interactions=True)
                 self._warnings.append(err.diagnostic)
                 self._truncated = True
 
@@ -250,13 +251,13 @@ class InteractionsAggregator:
         deltas: list[Delta],
         errors: list[MalformedStreamError],
     ) -> None:
-        problem, event = _parse_payload(data, self._max)
-        if problem is not None:
-            self._report(problem, offset, errors)
+        event = _parse_payload(data, self._max)
+        if isinstance(event, str):
+            self._report(event, offset, errors)
             return
         self._apply(self._next_index(), event, name, deltas)
 
-    def _apply(self, n: int, event: dict[str, Any], name: str | None, deltas: list[Delta]) -> None:
+    def _apply(self, n: int, event: JSONObject, name: str | None, deltas: list[Delta]) -> None:
         event_id = _str(event, "event_id")
         if event_id is not None:
             self._last_event_id = event_id
@@ -285,7 +286,7 @@ class InteractionsAggregator:
                     _diagnostic("ix_unknown_event_type", event=n, event_type=kind)
                 )
 
-    def _on_interaction(self, event: dict[str, Any], completed: bool, deltas: list[Delta]) -> None:
+    def _on_interaction(self, event: JSONObject, completed: bool, deltas: list[Delta]) -> None:
         status: str | None = None
         obj = event.get("interaction")
         if isinstance(obj, dict):
@@ -306,7 +307,7 @@ class InteractionsAggregator:
             if status and self._deltas:
                 deltas.append(Finish(0, status))
 
-    def _on_status(self, event: dict[str, Any], from_name: str | None) -> None:
+    def _on_status(self, event: JSONObject, from_name: str | None) -> None:
         if self._interaction_id is None and _str(event, "interaction_id") is not None:
             self._interaction_id = _str(event, "interaction_id")
         obj = event.get("interaction")
@@ -321,7 +322,7 @@ class InteractionsAggregator:
         if _str(event, "continuation_token") is not None:
             self._continuation_token = _str(event, "continuation_token")
 
-    def _on_step(self, n: int, kind: str, event: dict[str, Any], deltas: list[Delta]) -> None:
+    def _on_step(self, n: int, kind: str, event: JSONObject, deltas: list[Delta]) -> None:
         index = event.get("index")
         if type(index) is not int or not 0 <= index < 2**31:
             self._warnings.append(_diagnostic("ix_step_index_invalid", event=n, event_type=kind))
@@ -348,7 +349,7 @@ class InteractionsAggregator:
             if step.stopped:
                 self._warnings.append(_diagnostic("ix_delta_after_stop", event=n, step=index))
                 return
-            args: list[tuple[str, Any]] = []
+            args: list[tuple[str, JSONValue]] = []
             text, long_path, problem = step.apply(dtype, delta, self._deltas, args)
             if long_path and step.parser is not None and not step.parser.long_path_warned:
                 step.parser.long_path_warned = True
@@ -398,8 +399,8 @@ class InteractionsAggregator:
 
     def _render(self, closing: bool) -> InteractionResponse:
         diagnostics = list(self._warnings)
-        steps: list[dict[str, Any]] = []
-        calls: list[dict[str, Any]] = []
+        steps: list[JSONObject] = []
+        calls: list[JSONObject] = []
         unfinished: list[int] = []
         text: list[str] = []
         thought: list[str] = []
@@ -441,7 +442,7 @@ class InteractionsAggregator:
         )
 
 
-def _collect(rendered: dict[str, Any], key: str, out: list[str]) -> None:
+def _collect(rendered: JSONObject, key: str, out: list[str]) -> None:
     items = rendered.get(key)
     if isinstance(items, list):
         for item in items:

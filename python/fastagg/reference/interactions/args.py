@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..._json import JSONValue
 from ..aggregate.render import _q
 
 MAX_LIVE_PATH = 1024
@@ -82,7 +83,7 @@ class _ArgParser:
 
     # --- feeding ---
 
-    def feed(self, fragment: str, live: bool, out: list[tuple[str, Any]]) -> bool:
+    def feed(self, fragment: str, live: bool, out: list[tuple[str, JSONValue]]) -> bool:
         self.raw.append(fragment)
         self.live = live
         long_path = [False]
@@ -155,7 +156,7 @@ class _ArgParser:
     def _path(self) -> str:
         return "$" + "".join(self.segs)
 
-    def _emit(self, value: Any, out: list[tuple[str, Any]], long_path: list[bool]) -> None:
+    def _emit(self, value: Any, out: list[tuple[str, JSONValue]], long_path: list[bool]) -> None:
         top = self.stack[-1] if self.stack else None
         if top is None or not self.live:
             return
@@ -174,7 +175,9 @@ class _ArgParser:
             return
         out.append((self._path() + seg, value))
 
-    def _send_piece(self, done: bool, out: list[tuple[str, Any]], long_path: list[bool]) -> None:
+    def _send_piece(
+        self, done: bool, out: list[tuple[str, JSONValue]], long_path: list[bool]
+    ) -> None:
         piece = "".join(self.cur[self.sent :])
         if piece or (done and self.cur_len == 0):
             self._emit(piece, out, long_path)
@@ -217,7 +220,7 @@ class _ArgParser:
         self.path_bytes = path_bytes
         self._put(value)
 
-    def _finish_number(self, out: list[tuple[str, Any]], long_path: list[bool]) -> None:
+    def _finish_number(self, out: list[tuple[str, JSONValue]], long_path: list[bool]) -> None:
         text, self.num = self.num, ""
         value: Any
         if any(c in text for c in ".eE"):
@@ -251,7 +254,9 @@ class _ArgParser:
         else:
             raise _ParseError(f"unexpected character {_q(c)}")
 
-    def _end_string(self, live: bool, out: list[tuple[str, Any]], long_path: list[bool]) -> None:
+    def _end_string(
+        self, live: bool, out: list[tuple[str, JSONValue]], long_path: list[bool]
+    ) -> None:
         text = "".join(self.cur)
         if self.key_str:
             top = self.stack[-1]
@@ -267,7 +272,9 @@ class _ArgParser:
         self.cur.append(ch)
         self.cur_len += 1
 
-    def _char(self, c: str, live: bool, out: list[tuple[str, Any]], long_path: list[bool]) -> None:
+    def _char(
+        self, c: str, live: bool, out: list[tuple[str, JSONValue]], long_path: list[bool]
+    ) -> None:
         lex = self.lex
         ws = c in _WS
         if lex == "start":

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
+from ..._json import JSONObject, JSONValue
 from .args import _ArgParser
+
+_T = TypeVar("_T")
 
 _IMPLIED = {
     "text": "model_output",
@@ -16,7 +19,7 @@ _IMPLIED = {
 }
 
 
-def _list_at(step: dict[str, Any], key: str) -> list[Any]:
+def _list_at(step: JSONObject, key: str) -> list[Any]:
     """The list under ``key``, made a list when missing or another type (I12)."""
     items = step.get(key)
     if not isinstance(items, list):
@@ -34,7 +37,7 @@ def _append_text(items: list[Any], text: str) -> None:
 
 
 class _Step:
-    def __init__(self, value: dict[str, Any]) -> None:
+    def __init__(self, value: JSONObject) -> None:
         self.value = value
         self.stopped = False
         self.parser: _ArgParser | None = None
@@ -49,7 +52,7 @@ class _Step:
         return self.type == "function_call"
 
     def apply(
-        self, kind: str, delta: dict[str, Any], live: bool, args: list[tuple[str, Any]]
+        self, kind: str, delta: JSONObject, live: bool, args: list[tuple[str, JSONValue]]
     ) -> tuple[tuple[str, bool] | None, bool, str | None]:
         """``(text delta, long path, problem)`` of one delta (I12)."""
         text_out: tuple[str, bool] | None = None
@@ -114,13 +117,13 @@ class _Step:
         self.value["arguments"] = self.parser.raw_text()
         return str(result)
 
-    def render(self) -> dict[str, Any]:
-        value: dict[str, Any] = _deep_copy(self.value)
+    def render(self) -> JSONObject:
+        value: JSONObject = _deep_copy(self.value)
         if not self.stopped and self.parser is not None:
             value["arguments"] = _deep_copy(self.parser.partial())
         return value
 
-    def call(self, rendered: dict[str, Any]) -> dict[str, Any]:
+    def call(self, rendered: JSONObject) -> JSONObject:
         def get(k: str) -> str | None:
             v = self.value.get(k)
             return v if isinstance(v, str) else None
@@ -136,6 +139,6 @@ class _Step:
         return self.is_call() and (not self.stopped or self.invalid)
 
 
-def _deep_copy(value: Any) -> Any:
+def _deep_copy(value: _T) -> _T:
     """A fresh copy of JSON data (results never share state with the aggregator)."""
     return orjson.loads(orjson.dumps(value)) if isinstance(value, (dict, list)) else value
