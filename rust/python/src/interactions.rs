@@ -228,7 +228,7 @@ impl InteractionResponse {
     /// Non-fatal anomalies, in order (texts: spec/interactions.md).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.inner.warnings.clone()
+        self.inner.warnings()
     }
     /// Step indexes of calls the model did not finish or whose arguments did not parse.
     #[getter]

@@ -232,7 +232,7 @@ fn malformed_error(py: Python<'_>, errors: &[MalformedStream], deltas: Bound<'_,
         let list = PyList::empty(py);
         for e in errors {
             let exc = cls.call1((
-                &e.message,
+                e.message(),
                 e.kind.as_str(),
                 e.offset,
                 e.event_index,
@@ -952,7 +952,7 @@ impl AggregatedResponse {
     /// Non-fatal anomalies, in order (their texts: spec/aggregation.md).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.inner.warnings.clone()
+        self.inner.warnings()
     }
     /// Every candidate, in index order.
     #[getter]
