@@ -12,7 +12,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString};
 use pyo3::{intern, IntoPyObjectExt};
 
-use crate::{closed_error, deltas_to_py, malformed_error, map_to_py, opt_to_py, to_py, with_bytes};
+use crate::convert::{map_to_py, opt_to_py, to_py, with_bytes};
+use crate::deltas::deltas_to_py;
+use crate::errors::{closed_error, malformed_error};
 
 /// The interactions state a `StreamAggregator` holds when `api="interactions"` (I1).
 pub struct IxStream {
