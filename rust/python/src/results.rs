@@ -7,9 +7,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::convert::{map_to_py, opt_to_py, to_py};
+use crate::errors::diagnostics_to_py;
 
 /// One candidate of an `AggregatedResponse`. Its Python values are built once,
 /// on first access, and shared: `content["parts"]` is `parts`, and each
@@ -291,6 +292,11 @@ impl AggregatedResponse {
     #[getter]
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()
+    }
+    /// The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3).
+    #[getter]
+    fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        diagnostics_to_py(py, &self.inner.diagnostics)
     }
     /// Every candidate, in index order.
     #[getter]
