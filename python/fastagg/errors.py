@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
 
 
 class FastaggError(Exception):
@@ -17,9 +20,8 @@ class MalformedStreamError(FastaggError, ValueError):
     its 0-based index among dispatched payloads. The bad event was skipped and
     the aggregator is still usable. ``deltas`` holds every delta that the same
     ``feed()`` call produced from good events; ``errors`` every error of that
-    call (this one first). ``diagnostic`` is the structured form of this error
-    (spec/diagnostics.md X4; None when the raiser gave none), ``diagnostics``
-    those of ``errors``, in order.
+    call (this one first). ``diagnostic`` is the payload's diagnostic (the F8 or
+    I4 entry of spec/diagnostics.json); ``diagnostics`` those of ``errors`` (X4).
     """
 
     def __init__(
@@ -31,7 +33,7 @@ class MalformedStreamError(FastaggError, ValueError):
         deltas: list[Any] | None = None,
         errors: list[MalformedStreamError] | None = None,
         *,
-        diagnostic: Any = None,
+        diagnostic: Diagnostic | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -42,7 +44,7 @@ class MalformedStreamError(FastaggError, ValueError):
         self.diagnostic = diagnostic
 
     @property
-    def diagnostics(self) -> tuple[Any, ...]:
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
         """X4: the diagnostics of ``errors``, in order."""
         return tuple(e.diagnostic for e in self.errors if e.diagnostic is not None)
 

@@ -15,12 +15,14 @@ The package mirrors ``rust/core/src`` file for file:
 - ``json_path``: the paths of streamed partial args (C4, C5, C9, C16);
 - ``aggregate``: the event / candidate / part / call state machine (E, P and
   C rules) and the results (``AggregatedResponse``, ``Candidate``, D1-D8);
-- ``diagnostics``: every warning as a ``Diagnostic`` rendered from the shared
-  catalog (spec/diagnostics.md X1-X5);
+- ``diagnostics``: every warning as a ``fastagg.Diagnostic`` rendered from the
+  shared catalog (spec/diagnostics.md X1-X5);
 - ``interactions``: the Interactions API twin (I rules).
 """
 
 from __future__ import annotations
+
+from ..diagnostics import Diagnostic
 
 # ``__all__`` as before; the ``X as X`` imports are the other top-level names the
 # single-module twin had, still importable from here.
@@ -36,7 +38,6 @@ from .aggregate.response import (
     TextDelta,
 )
 from .aggregate.response import Delta as Delta
-from .diagnostics import Diagnostic
 from .error import EVENT_TOO_LARGE as EVENT_TOO_LARGE
 from .error import INVALID_JSON as INVALID_JSON
 from .error import INVALID_UTF8 as INVALID_UTF8

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..diagnostics import Diagnostic
 from ..errors import MalformedStreamError
 from .diagnostics import _diagnostic, _text
 
@@ -18,14 +19,19 @@ _CODES = {
 }
 
 
-def _malformed(
+def _bad_payload(
     problem: str, index: int, offset: int, limit: int, *, interactions: bool = False
-) -> MalformedStreamError:
-    """The error of F10 (I4 with ``interactions``); its text is its diagnostic's (X4)."""
+) -> Diagnostic:
+    """The diagnostic of a bad payload (F8, F10; I4 with ``interactions``)."""
     code = ("ix_" if interactions else "") + _CODES[problem]
     if problem == EVENT_TOO_LARGE:
-        diagnostic = _diagnostic(code, event=index, offset=offset, limit=limit)
-    else:
-        diagnostic = _diagnostic(code, event=index, offset=offset)
+        return _diagnostic(code, event=index, offset=offset, limit=limit)
+    return _diagnostic(code, event=index, offset=offset)
+
+
+def _malformed(
+    problem: str, index: int, offset: int, diagnostic: Diagnostic
+) -> MalformedStreamError:
+    """The error of a bad payload in strict mode; its text is its diagnostic's (X4)."""
     kind = INVALID_JSON if problem == _NOT_AN_OBJECT else problem
     return MalformedStreamError(_text(diagnostic), kind, offset, index, diagnostic=diagnostic)

@@ -6,6 +6,7 @@
 //! Nothing here knows about Python; `rust/python` only translates.
 
 pub mod aggregate;
+pub mod diagnostics;
 pub mod error;
 pub mod event;
 pub mod framing;

@@ -9,10 +9,12 @@ use fastagg_core::interactions::{IxAggregator, IxResponse};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
-use crate::{closed_error, deltas_to_py, malformed_error, map_to_py, opt_to_py, to_py, with_bytes};
+use crate::convert::{map_to_py, opt_to_py, to_py, with_bytes};
+use crate::deltas::deltas_to_py;
+use crate::errors::{closed_error, diagnostics_to_py, malformed_error};
 
 /// The interactions state a `StreamAggregator` holds when `api="interactions"` (I1).
 pub struct IxStream {
@@ -228,7 +230,12 @@ impl InteractionResponse {
     /// Non-fatal anomalies, in order (texts: spec/interactions.md).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.inner.warnings.clone()
+        self.inner.warnings()
+    }
+    /// The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3).
+    #[getter]
+    fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        diagnostics_to_py(py, &self.inner.diagnostics)
     }
     /// Step indexes of calls the model did not finish or whose arguments did not parse.
     #[getter]

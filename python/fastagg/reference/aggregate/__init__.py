@@ -15,9 +15,10 @@ from typing import Any
 
 from ..._chunks import chunk_to_mapping
 from ..._json import JSONObject, JSONValue
+from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
-from ..diagnostics import Diagnostic, _diagnostic
-from ..error import EVENT_TOO_LARGE, _malformed
+from ..diagnostics import _diagnostic
+from ..error import EVENT_TOO_LARGE, _bad_payload, _malformed
 from ..event import _parse_payload
 from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
 from ..framing.lines import _as_bytes
@@ -327,12 +328,13 @@ class StreamAggregator:
 
     def _reject(self, problem: str, offset: int, errors: list[MalformedStreamError] | None) -> None:
         """A bad payload still counts as an event (F9); strict mode raises later (F10)."""
-        error = _malformed(problem, self._events_seen, offset, self._max_event_bytes)
+        index = self._events_seen
         self._events_seen += 1
+        diagnostic = _bad_payload(problem, index, offset, self._max_event_bytes)
         if self._strict and errors is not None:
-            errors.append(error)
+            errors.append(_malformed(problem, index, offset, diagnostic))
         else:
-            self._warnings.append(error.diagnostic)
+            self._warnings.append(diagnostic)
 
     def _finish_call(self, deltas: list[Delta], errors: list[MalformedStreamError]) -> list[Delta]:
         if errors:

@@ -14,7 +14,7 @@ from .render import _render_json
 if TYPE_CHECKING:
     from google.genai import types as genai_types
 
-    from ..diagnostics import Diagnostic
+    from ...diagnostics import Diagnostic
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from ..diagnostics import Diagnostic
+    from ...diagnostics import Diagnostic
 
 _BOM = b"\xef\xbb\xbf"
 _CR, _LF = 0x0D, 0x0A

@@ -14,11 +14,12 @@ from typing import Any
 import orjson
 
 from ..._json import JSONObject, JSONValue
+from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
 from ..aggregate.response import ArgDelta, CallEnd, CallStart, Delta, Finish, StreamError, TextDelta
-from ..diagnostics import Diagnostic, _diagnostic
-from ..error import _malformed
+from ..diagnostics import _diagnostic
+from ..error import _bad_payload, _malformed
 from ..event import _parse_payload
 from ..framing.lines import _as_bytes
 from .framing import _AFTER_DONE, _PAYLOAD, _TOO_LARGE, _UNTERMINATED, _Frame, _Framer
@@ -188,7 +189,7 @@ class InteractionsAggregator:
         for frame in frames:
             self._frame(frame, deltas, errors)
         for err in errors:
-            self._warnings.append(err.diagnostic)
+            self._warnings.extend(err.diagnostics)
         result = self._render(closing=True)
         self._result = result
         return result
@@ -217,11 +218,12 @@ class InteractionsAggregator:
         return n
 
     def _report(self, problem: str, offset: int, errors: list[MalformedStreamError]) -> None:
-        err = _malformed(problem, self._next_index(), offset, self._max, interactions=True)
+        n = self._next_index()
+        diagnostic = _bad_payload(problem, n, offset, self._max, interactions=True)
         if self._strict:
-            errors.append(err)
+            errors.append(_malformed(problem, n, offset, diagnostic))
         else:
-            self._warnings.append(err.diagnostic)
+            self._warnings.append(diagnostic)
 
     def _frame(
         self, frame: _Frame, deltas: list[Delta], errors: list[MalformedStreamError]
@@ -239,8 +241,7 @@ class InteractionsAggregator:
             if not isinstance(event, str):
                 self._apply(n, event, name, deltas)
             else:
-                err = _malformed(event, n, offset, self._max, interactions=True)
-                self._warnings.append(err.diagnostic)
+                self._warnings.append(_bad_payload(event, n, offset, self._max, interactions=True))
                 self._truncated = True
 
     def _payload(

@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use super::candidate::{CandidateState, PartKind, Slot};
 use super::merge::shape;
 use super::response::{call_dict, call_ref};
-use super::{cj, q, Delta, State};
+use super::{Delta, State};
+use crate::diagnostics::Diagnostic;
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
 
 /// At most this many streamed calls are open at once per candidate (C14).
@@ -75,16 +76,16 @@ impl State {
         if !streamed {
             let info = call_ref(part.get("functionCall"));
             if info.name.is_none() {
-                // C15: a call nobody can answer is not replayed.
-                let id_clause = info
-                    .id
-                    .map(|id| format!(" with id {}", q(id)))
-                    .unwrap_or_default();
-                let args = info.args.map_or_else(|| "{}".to_owned(), cj);
-                self.warn(format!(
-                    "C15: event {event}: candidates[{j}].content.parts[{p}] is a function \
-                     call{id_clause} without a name; it was left out (its args: {args})"
-                ));
+                // RULE C15: a call nobody can answer is not replayed.
+                self.warn(Diagnostic::NamelessCall {
+                    event,
+                    path: format!("candidates[{j}].content.parts[{p}]"),
+                    call_id: info.id.map(str::to_owned),
+                    args: info
+                        .args
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Map::new())),
+                });
                 return;
             }
             let call = want_deltas.then(|| info.to_value());
@@ -150,12 +151,11 @@ impl State {
                         .copied()
                         .min_by_key(|&k| cand.calls[k].touched)
                         .unwrap_or_default();
-                    let mut closing = Vec::new();
-                    closing.push(format!(
-                        "C14: candidate {candidate}, part {}: more than {MAX_OPEN_CALLS} \
-                         streamed calls were open at once; this one was closed",
-                        cand.calls[lru].slot
-                    ));
+                    let mut closing = vec![Diagnostic::OpenCallLimit {
+                        candidate,
+                        part: cand.calls[lru].slot,
+                        limit: MAX_OPEN_CALLS as u64,
+                    }];
                     cand.open.retain(|&k| k != lru);
                     cand.calls[lru].flushed = true; // C13: closed by the limit, not the model
                     close_call(
@@ -199,22 +199,22 @@ impl State {
         if let Some(name) = name {
             match &call.name {
                 None => call.name = Some(name),
-                Some(old) if *old != name => warnings.push(format!(
-                    "C2: candidate {candidate}, part {slot}: a later chunk named the call {} but \
-                     it is named {}; the first name was kept",
-                    q(&name),
-                    q(old)
-                )),
+                Some(old) if *old != name => warnings.push(Diagnostic::CallRenamed {
+                    candidate,
+                    part: slot,
+                    name,
+                    kept_name: old.clone(),
+                }),
                 Some(_) => {}
             }
         }
         if let Some(sig) = signature {
             match &call.signature {
                 None => call.signature = Some(sig),
-                Some(old) if *old != sig => warnings.push(format!(
-                    "C6: candidate {candidate}, part {slot}: a later chunk carried a different \
-                     thoughtSignature; the first one was kept"
-                )),
+                Some(old) if *old != sig => warnings.push(Diagnostic::SignatureChanged {
+                    candidate,
+                    part: slot,
+                }),
                 Some(_) => {}
             }
         }
@@ -244,10 +244,9 @@ impl State {
                         });
                     }
                 }
-                Err(reason) => warnings.push(format!(
-                    "C5: candidate {candidate}, part {slot}: partial arg at {} skipped: {reason}",
-                    path_repr(arg.get("jsonPath"))
-                )),
+                Err(reason) => {
+                    warnings.push(skipped_arg(candidate, slot, arg.get("jsonPath"), reason))
+                }
             }
         }
         let keeps_open = matches!(fc.get("willContinue"), Some(Value::Bool(true)));
@@ -327,7 +326,7 @@ pub(super) fn close_call(
     call: &mut StreamedCall,
     want_deltas: bool,
     deltas: &mut Vec<Delta>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Diagnostic>,
 ) {
     if call.name.is_some() {
         if want_deltas {
@@ -338,17 +337,13 @@ pub(super) fn close_call(
             });
         }
     } else {
-        let id_clause = call
-            .id
-            .as_deref()
-            .map(|id| format!(" with id {}", q(id)))
-            .unwrap_or_default();
-        warnings.push(format!(
-            "C6: candidate {candidate}, part {}: a streamed function call{id_clause} never \
-             received a name and was left out; its args: {}",
-            call.slot,
-            cj(&Value::Object(call.args.clone()))
-        ));
+        // RULE C6, C12: left out of the parts, reported with its args.
+        warnings.push(Diagnostic::NamelessStreamedCall {
+            candidate,
+            part: call.slot,
+            call_id: call.id.clone(),
+            args: Value::Object(call.args.clone()),
+        });
     }
 }
 
@@ -408,10 +403,24 @@ pub(super) fn apply_partial_arg(
     Ok(Some((path.clone(), delta_value)))
 }
 
-pub(super) fn path_repr(path: Option<&Value>) -> String {
+/// RULE C5: the diagnostic of a skipped partial arg, by what its jsonPath is.
+fn skipped_arg(candidate: u32, part: usize, path: Option<&Value>, reason: String) -> Diagnostic {
     match path {
-        Some(Value::String(s)) => q(s),
-        None => "<missing>".to_owned(),
-        Some(_) => "<not a string>".to_owned(),
+        Some(Value::String(s)) => Diagnostic::PartialArgSkipped {
+            candidate,
+            part,
+            json_path: s.clone(),
+            reason,
+        },
+        None => Diagnostic::PartialArgPathMissing {
+            candidate,
+            part,
+            reason,
+        },
+        Some(_) => Diagnostic::PartialArgPathNotString {
+            candidate,
+            part,
+            reason,
+        },
     }
 }

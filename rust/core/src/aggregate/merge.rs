@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use super::q;
 use super::render::write_cj;
-use super::{cj, q};
+use crate::diagnostics::Diagnostic;
 use crate::event::TextOrValue;
 
 /// Objects with at most this many keys are merged without a hash map.
@@ -63,29 +64,26 @@ pub(super) fn merge_citations(
     }
 }
 
-/// E10: the warning for a `responseId` that differs from the one kept, if it does.
+/// E10: the diagnostic for a `responseId` that differs from the one kept, if it does.
 pub(super) fn response_id_change(
     event: u64,
     kept: Option<&Value>,
     new: &Option<TextOrValue<'_>>,
-) -> Option<String> {
+) -> Option<Diagnostic> {
     let kept = kept?;
     let changed = match new.as_ref()? {
         TextOrValue::Text(text) => !matches!(kept, Value::String(s) if s == text),
         TextOrValue::Value(Value::Null) => false,
         TextOrValue::Value(value) => kept != value,
     };
-    changed.then(|| {
-        let shown = match new {
-            Some(TextOrValue::Text(text)) => q(text),
-            Some(TextOrValue::Value(value)) => cj(value),
-            None => String::new(),
-        };
-        format!(
-            "E10: event {event}: responseId changed from {} to {shown}; the body holds more \
-             than one response and they were aggregated as one model turn",
-            cj(kept)
-        )
+    changed.then(|| Diagnostic::ResponseIdChanged {
+        event,
+        kept_id: kept.clone(),
+        new_id: match new {
+            Some(TextOrValue::Text(text)) => Value::String(text.to_string()),
+            Some(TextOrValue::Value(value)) => value.clone(),
+            None => Value::Null,
+        },
     })
 }
 
@@ -174,6 +172,10 @@ pub(super) fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<
     }
 }
 
-pub(super) fn shape(event: u64, place: &str, expected: &str) -> String {
-    format!("E7: event {event}: {place} is not {expected}; ignored")
+pub(super) fn shape(event: u64, place: &str, expected: &str) -> Diagnostic {
+    Diagnostic::WrongShape {
+        event,
+        path: place.to_owned(),
+        expected: expected.to_owned(),
+    }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::diagnostics::Diagnostic;
 use crate::error::MalformedStream;
 use crate::event::{event_from_map, parse_event, EventIn, Fields, ParseError, Shaped};
 use crate::framing::{BodyFramer, Frame};
@@ -94,33 +95,34 @@ const MAX_WARNINGS: usize = 1000;
 /// without limit (`strict=False` turns every bad event into one).
 #[derive(Debug, Default)]
 struct Warnings {
-    kept: Vec<String>,
+    kept: Vec<Diagnostic>,
     dropped: u64,
 }
 
 impl Warnings {
-    fn push(&mut self, text: String) {
+    fn push(&mut self, diagnostic: Diagnostic) {
         if self.kept.len() < MAX_WARNINGS {
-            self.kept.push(text);
+            self.kept.push(diagnostic);
         } else {
             self.dropped += 1;
         }
     }
 
-    fn append(&mut self, texts: &mut Vec<String>) {
-        for text in texts.drain(..) {
-            self.push(text);
+    fn append(&mut self, diagnostics: &mut Vec<Diagnostic>) {
+        for diagnostic in diagnostics.drain(..) {
+            self.push(diagnostic);
         }
     }
 
     /// The kept warnings, then one that counts the others.
-    fn render(&self) -> Vec<String> {
+    fn render(&self) -> Vec<Diagnostic> {
         let mut out = self.kept.clone();
         if self.dropped > 0 {
-            out.push(format!(
-                "D7: {} more warnings were not kept (at most {MAX_WARNINGS} are)",
-                self.dropped
-            ));
+            // RULE D7, X3: one diagnostic counts the ones not kept.
+            out.push(Diagnostic::WarningsDropped {
+                count: self.dropped,
+                limit: MAX_WARNINGS as u64,
+            });
         }
         out
     }
@@ -277,14 +279,12 @@ impl Aggregator {
             .close(&mut |frame| state.on_frame(frame, deltas, &mut errors));
         // close() never raises: a bad payload completed by the final line is a warning.
         for err in errors {
-            state.warn(format!("F8: {}", err.message));
+            state.warn(err.diagnostic);
         }
         if state.bytes_seen > 0 && state.events_seen == 0 {
-            state.warnings.push(format!(
-                "F2: no event was found in {} bytes of body (expected a \
-                 streamGenerateContent?alt=sse response)",
-                state.bytes_seen
-            ));
+            state.warn(Diagnostic::NoEventFound {
+                bytes: state.bytes_seen,
+            });
         }
         state.close_open_calls(deltas);
     }
@@ -309,15 +309,15 @@ impl State {
         index
     }
 
-    fn warn(&mut self, text: String) {
-        self.warnings.push(text);
+    fn warn(&mut self, diagnostic: Diagnostic) {
+        self.warnings.push(diagnostic);
     }
 
     fn report(&mut self, err: MalformedStream, errors: &mut Vec<MalformedStream>) {
         if self.opts.strict {
             errors.push(err);
         } else {
-            self.warnings.push(format!("F8: {}", err.message));
+            self.warn(err.diagnostic);
         }
     }
 
@@ -334,13 +334,10 @@ impl State {
                 let err = MalformedStream::too_large(offset, index, self.opts.max_event_bytes);
                 self.report(err, errors);
             }
-            Frame::Warning(text) => self.warn(text),
+            Frame::Warning(diagnostic) => self.warn(diagnostic),
             Frame::Unterminated { offset, data } => match parse_event(data) {
                 Ok(event) => {
-                    self.warn(format!(
-                        "F6: the stream ended inside an unterminated event at byte {offset}; \
-                             it was complete JSON and was processed"
-                    ));
+                    self.warn(Diagnostic::UnterminatedEventProcessed { offset });
                     let index = self.next_event_index();
                     self.apply_event(index, event, deltas);
                 }
@@ -352,10 +349,7 @@ impl State {
 
     fn drop_incomplete(&mut self, offset: u64) {
         self.truncated = true;
-        self.warn(format!(
-            "F6: the stream ended inside an incomplete event at byte {offset}; it was dropped \
-             and the result is marked truncated"
-        ));
+        self.warn(Diagnostic::IncompleteEventDropped { offset });
     }
 
     /// F8/F10: UTF-8, then JSON, then "is an object".
@@ -410,10 +404,10 @@ impl State {
             Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
         }
         set_last(&mut self.model_version, payload.model_version);
-        if let Some(warning) =
+        if let Some(diagnostic) =
             response_id_change(event, self.response_id.as_ref(), &payload.response_id)
         {
-            self.warn(warning);
+            self.warn(diagnostic);
         }
         set_last(&mut self.response_id, payload.response_id);
         set_last(&mut self.create_time, payload.create_time);

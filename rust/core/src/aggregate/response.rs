@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::candidate::CandidateState;
 use super::State;
+use crate::diagnostics::Diagnostic;
 
 /// One candidate of the result (api.md `Candidate`).
 #[derive(Debug, Clone, PartialEq)]
@@ -34,10 +35,17 @@ pub struct Response {
     pub error: Option<Value>,
     pub complete: bool,
     pub truncated: bool,
-    pub warnings: Vec<String>,
+    /// X3: what was skipped, repaired or dropped, in order.
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Response {
+    /// X3: the rendered diagnostics.
+    #[must_use]
+    pub fn warnings(&self) -> Vec<String> {
+        self.diagnostics.iter().map(Diagnostic::message).collect()
+    }
+
     /// Candidate 0, which the flat accessors describe (E4).
     #[must_use]
     pub fn first(&self) -> Option<&CandidateResult> {
@@ -190,7 +198,7 @@ impl State {
             error: self.error.clone(),
             complete,
             truncated: self.truncated,
-            warnings: self.warnings.render(),
+            diagnostics: self.warnings.render(),
         }
     }
 }

@@ -59,7 +59,7 @@ fn e11_routing_sees_only_open_calls_and_at_most_64() {
     assert_eq!(agg.state.candidates[0].calls.len(), 700);
     let result = agg.close();
     assert_eq!(result.candidates[0].call_parts.len(), 700);
-    assert_eq!(result.warnings.len(), 136);
+    assert_eq!(result.warnings().len(), 136);
 }
 
 fn parts_event(parts: Value) -> Value {
@@ -157,7 +157,7 @@ fn e10_changed_response_id_is_warned_about() {
         json!({"responseId": "r2"}),
     ]);
     assert_eq!(
-        res.warnings,
+        res.warnings(),
         vec![
             r#"E10: event 2: responseId changed from "r1" to "r2"; the body holds more than one response and they were aggregated as one model turn"#
         ]
@@ -170,7 +170,7 @@ fn c12_nameless_call_left_out_with_warning() {
         json!([{"functionCall": {"id": "z", "partialArgs": [{"jsonPath": "$.v", "numberValue": 1.5e20}], "willContinue": true}}]),
     )]);
     assert_eq!(
-        res.warnings,
+        res.warnings(),
         vec![
             r#"C6: candidate 0, part 0: a streamed function call with id "z" never received a name and was left out; its args: {"v":1.5e+20}"#
         ]

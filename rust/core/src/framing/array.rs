@@ -4,6 +4,7 @@ use memchr::memchr2;
 
 use super::lines::Acc;
 use super::{is_ws, Frame};
+use crate::diagnostics::Diagnostic;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ArrState {
@@ -133,9 +134,7 @@ impl ArrayFramer {
                     let rest = data.get(i..).unwrap_or(&[]);
                     if let Some(k) = rest.iter().position(|&b| !is_ws(b)) {
                         let o = base + (i + k) as u64;
-                        sink(Frame::Warning(format!(
-                            "F1: data after the end of the JSON array at byte {o} was ignored"
-                        )));
+                        sink(Frame::Warning(Diagnostic::ArrayTrailingData { offset: o }));
                         self.state = ArrState::Done;
                     }
                     break;

@@ -8,8 +8,8 @@
 //!     Payload { offset: u64, data: &'a [u8] },
 //!     /// An event that exceeded max_event_bytes (F11); its bytes were not kept.
 //!     TooLarge { offset: u64 },
-//!     /// A framing warning, already formatted (F12 trailing data).
-//!     Warning(String),
+//!     /// A framing diagnostic (F12 trailing data).
+//!     Warning(Diagnostic),
 //!     /// Only from `close()`: a pending, unterminated event (F14); the
 //!     /// aggregator parses it and decides processed / dropped.
 //!     Unterminated { offset: u64, data: &'a [u8] },
@@ -54,6 +54,7 @@ mod sse;
 #[cfg(test)]
 mod tests;
 
+use crate::diagnostics::Diagnostic;
 use array::ArrayFramer;
 pub use decoder::{SseDecoder, SseEvent};
 pub(crate) use lines::LineSplitter;
@@ -67,8 +68,8 @@ pub enum Frame<'a> {
     Payload { offset: u64, data: &'a [u8] },
     /// An event that exceeded max_event_bytes (F11); its bytes were not kept.
     TooLarge { offset: u64 },
-    /// A framing warning, already formatted (F12 trailing data).
-    Warning(String),
+    /// A framing diagnostic (F12 trailing data).
+    Warning(Diagnostic),
     /// Only from `close()`: a pending, unterminated event (F14); the
     /// aggregator parses it and decides processed / dropped.
     Unterminated { offset: u64, data: &'a [u8] },

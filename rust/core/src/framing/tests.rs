@@ -44,7 +44,7 @@ fn own(f: Frame<'_>) -> F {
     match f {
         Frame::Payload { offset, data } => F::P(offset, data.to_vec()),
         Frame::TooLarge { offset } => F::Big(offset),
-        Frame::Warning(w) => F::W(w),
+        Frame::Warning(w) => F::W(w.message()),
         Frame::Unterminated { offset, data } => F::U(offset, data.to_vec()),
         Frame::Incomplete { offset } => F::I(offset),
     }

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::aggregate::{q, Closed, Delta, Options};
+use crate::aggregate::{Closed, Delta, Options};
+use crate::diagnostics::Diagnostic;
 use crate::error::{ErrorKind, MalformedStream};
 use crate::event::{nesting_depth, MAX_JSON_DEPTH};
 use framing::{IxFrame, IxFramer};
@@ -36,7 +37,8 @@ pub struct IxResponse {
     pub complete: bool,
     pub done: bool,
     pub truncated: bool,
-    pub warnings: Vec<String>,
+    /// X3: what was skipped, repaired or dropped, in order.
+    pub diagnostics: Vec<Diagnostic>,
     pub unfinished_calls: Vec<u32>,
     pub text: String,
     pub thought_text: String,
@@ -45,6 +47,12 @@ pub struct IxResponse {
 }
 
 impl IxResponse {
+    /// X3: the rendered diagnostics.
+    #[must_use]
+    pub fn warnings(&self) -> Vec<String> {
+        self.diagnostics.iter().map(Diagnostic::message).collect()
+    }
+
     /// `{"id"?, "status"?, "steps", "usage"?, "error"?}` (I18).
     #[must_use]
     pub fn to_value(&self) -> Value {
@@ -85,7 +93,7 @@ struct State {
     complete: bool,
     done: bool,
     truncated: bool,
-    warnings: Vec<String>,
+    warnings: Vec<Diagnostic>,
     events_seen: u64,
     bytes_seen: u64,
 }
@@ -132,28 +140,18 @@ fn malformed(
     n: u64,
     max: usize,
 ) -> MalformedStream {
-    let message = match kind {
-        ErrorKind::InvalidUtf8 => {
-            format!("event {n} at byte {offset} is not valid UTF-8; it was skipped")
-        }
-        ErrorKind::EventTooLarge => format!(
-            "event {n} at byte {offset} is larger than max_event_bytes ({max}); it was \
-             skipped (raise max_event_bytes if such events are expected)"
-        ),
-        ErrorKind::InvalidJson if not_object => {
-            format!("event {n} at byte {offset} is JSON but not an object; it was skipped")
-        }
-        ErrorKind::InvalidJson => format!(
-            "event {n} at byte {offset} is not valid JSON; it was skipped (is this the body \
-             of a streamed Interactions API response?)"
-        ),
+    let event = n;
+    let diagnostic = match kind {
+        ErrorKind::InvalidUtf8 => Diagnostic::IxInvalidUtf8 { event, offset },
+        ErrorKind::EventTooLarge => Diagnostic::IxEventTooLarge {
+            event,
+            offset,
+            limit: max as u64,
+        },
+        ErrorKind::InvalidJson if not_object => Diagnostic::IxNotAnObject { event, offset },
+        ErrorKind::InvalidJson => Diagnostic::IxInvalidJson { event, offset },
     };
-    MalformedStream {
-        kind,
-        offset,
-        event_index: n,
-        message,
-    }
+    MalformedStream::new(kind, offset, n, diagnostic)
 }
 
 fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -262,13 +260,11 @@ impl IxAggregator {
             .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
         // close() never raises: a bad final event is a warning.
         for err in errors {
-            state.warnings.push(format!("I4: {}", err.message));
+            state.warnings.push(err.diagnostic);
         }
         let mut result = state.render(true);
         if state.bytes_seen > 0 && !state.done {
-            result
-                .warnings
-                .push("I3: the stream ended without the [DONE] sentinel".into());
+            result.diagnostics.push(Diagnostic::IxMissingDone);
         }
         let done = Arc::new(result);
         self.closed = Some(Arc::clone(&done));
@@ -287,7 +283,7 @@ impl State {
         if self.strict {
             errors.push(err);
         } else {
-            self.warnings.push(format!("I4: {}", err.message));
+            self.warnings.push(err.diagnostic);
         }
     }
 
@@ -307,9 +303,9 @@ impl State {
                 self.report(err, errors);
             }
             IxFrame::Done => self.done = true,
-            IxFrame::AfterDone { offset } => self.warnings.push(format!(
-                "I3: data after the [DONE] sentinel (byte {offset}) was ignored"
-            )),
+            IxFrame::AfterDone { offset } => {
+                self.warnings.push(Diagnostic::IxDataAfterDone { offset });
+            }
             IxFrame::Unterminated { offset, data, name } => {
                 self.on_unterminated(offset, &data, name.as_deref(), deltas);
             }
@@ -329,7 +325,7 @@ impl State {
             Ok(map) => self.apply(n, map, name, deltas),
             Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
-                self.warnings.push(format!("I4: {}", err.message));
+                self.warnings.push(err.diagnostic);
                 self.truncated = true;
             }
         }
@@ -392,11 +388,13 @@ impl State {
                     deltas.push(Delta::StreamError { error });
                 }
             }
-            other => {
-                let shown = other.map_or_else(|| "<missing>".to_owned(), q);
-                self.warnings
-                    .push(format!("I5: event {n}: unknown event type {shown} skipped"));
-            }
+            Some(other) => self.warnings.push(Diagnostic::IxUnknownEventType {
+                event: n,
+                event_type: other.to_owned(),
+            }),
+            None => self
+                .warnings
+                .push(Diagnostic::IxMissingEventType { event: n }),
         }
     }
 
@@ -470,9 +468,10 @@ impl State {
         let index = match map.get("index").and_then(Value::as_u64) {
             Some(i) if i < MAX_STEP_INDEX => u32::try_from(i).unwrap_or(u32::MAX),
             _ => {
-                self.warnings.push(format!(
-                    "I9: event {n}: {kind} without a valid step index skipped"
-                ));
+                self.warnings.push(Diagnostic::IxStepIndexInvalid {
+                    event: n,
+                    event_type: kind.to_owned(),
+                });
                 return;
             }
         };
@@ -480,9 +479,10 @@ impl State {
         match kind {
             "step.start" => {
                 if self.steps.contains_key(&index) {
-                    self.warnings.push(format!(
-                        "I10: event {n}: step {index} already started; the repeated step.start was skipped"
-                    ));
+                    self.warnings.push(Diagnostic::IxStepRestarted {
+                        event: n,
+                        step: index,
+                    });
                     return;
                 }
                 let value = match map.get("step") {
@@ -497,9 +497,10 @@ impl State {
                 let delta = match map.get("delta") {
                     Some(Value::Object(d)) if d.get("type").is_some_and(Value::is_string) => d,
                     _ => {
-                        self.warnings.push(format!(
-                            "I12: event {n}: step {index}: a delta without a type was skipped"
-                        ));
+                        self.warnings.push(Diagnostic::IxDeltaWithoutType {
+                            event: n,
+                            step: index,
+                        });
                         return;
                     }
                 };
@@ -515,9 +516,10 @@ impl State {
                     return;
                 };
                 if step.stopped {
-                    self.warnings.push(format!(
-                        "I12: event {n}: step {index}: a delta after step.stop was skipped"
-                    ));
+                    self.warnings.push(Diagnostic::IxDeltaAfterStop {
+                        event: n,
+                        step: index,
+                    });
                     return;
                 }
                 let applied = step.apply(dtype, delta, live);
@@ -525,15 +527,17 @@ impl State {
                     if let Some(parser) = step.parser.as_mut() {
                         if !parser.long_path_warned {
                             parser.long_path_warned = true;
-                            self.warnings.push(format!(
-                                "I15: step {index}: argument paths longer than 1024 bytes are not streamed live"
-                            ));
+                            self.warnings
+                                .push(Diagnostic::IxLongArgPath { step: index });
                         }
                     }
                 }
                 if let Some(problem) = applied.problem {
-                    self.warnings
-                        .push(format!("I12: event {n}: step {index}: {problem}"));
+                    self.warnings.push(Diagnostic::IxDeltaSkipped {
+                        event: n,
+                        step: index,
+                        reason: problem.to_owned(),
+                    });
                 }
                 if live {
                     if let Some((text, thought)) = applied.text {
@@ -566,7 +570,10 @@ impl State {
                     return;
                 }
                 if let Some(err) = step.stop() {
-                    self.warnings.push(format!("I16: step {index}: {err}"));
+                    self.warnings.push(Diagnostic::IxBadArguments {
+                        step: index,
+                        reason: err,
+                    });
                 } else if step.is_call() && self.deltas {
                     let rendered = step.render();
                     deltas.push(Delta::CallEnd {
@@ -584,8 +591,10 @@ impl State {
         if self.steps.contains_key(&index) {
             return;
         }
-        self.warnings
-            .push(format!("I11: event {n}: step {index} had no step.start"));
+        self.warnings.push(Diagnostic::IxStepWithoutStart {
+            event: n,
+            step: index,
+        });
         let mut value = Map::new();
         if let Some(k) = kind {
             value.insert("type".into(), Value::String(k.to_owned()));
@@ -623,7 +632,7 @@ impl State {
             truncated: self.truncated,
             ..IxResponse::default()
         };
-        out.warnings.clone_from(&self.warnings);
+        out.diagnostics.clone_from(&self.warnings);
         for (&index, step) in &self.steps {
             let rendered = step.render();
             match step.step_type() {
@@ -636,10 +645,10 @@ impl State {
                 out.unfinished_calls.push(index);
             }
             if closing && !step.stopped {
-                let shown = step.step_type().map_or_else(|| "null".to_owned(), q);
-                out.warnings.push(format!(
-                    "I17: step {index} ({shown}) never received step.stop"
-                ));
+                out.diagnostics.push(Diagnostic::IxStepNeverStopped {
+                    step: index,
+                    step_type: step.step_type().map(str::to_owned),
+                });
             }
             out.steps.push((index, rendered));
         }
