@@ -46,6 +46,22 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def diagnostics_view(diagnostics: Any) -> str:
+    """Diagnostics field by field (X3-X5), as JSON text so that 1 and 1.0 differ."""
+    return as_json([d.as_dict() for d in diagnostics])
+
+
+def error_view(error: Any) -> tuple[Any, ...]:
+    """A MalformedStreamError with its diagnostic field by field (X4)."""
+    return (
+        error.kind,
+        error.offset,
+        error.event_index,
+        str(error),
+        diagnostics_view([error.diagnostic]),
+    )
+
+
 def result_view(result: Any) -> dict[str, Any]:
     """Every public field of an AggregatedResponse, as comparable plain data."""
     return {
@@ -66,6 +82,7 @@ def result_view(result: Any) -> dict[str, Any]:
         "complete": result.complete,
         "truncated": result.truncated,
         "warnings": list(result.warnings),
+        "diagnostics": diagnostics_view(result.diagnostics),
         "candidates": [
             (
                 c.index,
