@@ -15,6 +15,7 @@ _STRING_RUN = re.compile(r'[^"\\\x00-\x1f]+')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS = (("true", True), ("false", False), ("null", None))
 _WS = " \t\n\r"
+_STRING_STATES = frozenset({"str", "escape", "unicode", "low"})
 # Number states: which ones end a number, and the transitions.
 _NUM_ACCEPT = {"zero", "int", "frac", "exp"}
 
@@ -276,26 +277,29 @@ class _ArgParser:
         self, c: str, live: bool, out: list[tuple[str, JSONValue]], long_path: list[bool]
     ) -> None:
         lex = self.lex
-        ws = c in _WS
+        if lex in _STRING_STATES:
+            self._string_char(c, live, out, long_path)
+        elif lex == "number":
+            self._number_char(c, live, out, long_path)
+        elif lex == "literal":
+            self._literal_char(c, out, long_path)
+        elif c not in _WS:
+            self._structural_char(c, lex)
+
+    def _structural_char(self, c: str, lex: str) -> None:
+        """A character outside strings and scalars: where the grammar allows it, or an error."""
         if lex == "start":
-            if ws:
-                return
             if c != "{":
                 raise _ParseError("arguments are not a JSON object")
             self._open(True)
         elif lex == "value":
-            if not ws:
-                self._begin_value(c)
+            self._begin_value(c)
         elif lex == "arrfirst":
-            if ws:
-                return
             if c == "]":
                 self._close_container()
             else:
                 self._begin_value(c)
         elif lex in ("objfirst", "key"):
-            if ws:
-                return
             if c == "}" and lex == "objfirst":
                 self._close_container()
             elif c == '"':
@@ -305,14 +309,10 @@ class _ArgParser:
             else:
                 raise _ParseError(f"unexpected character {_q(c)}")
         elif lex == "colon":
-            if ws:
-                return
             if c != ":":
                 raise _ParseError(f"unexpected character {_q(c)}")
             self.lex = "value"
         elif lex == "after":
-            if ws:
-                return
             kind = self.stack[-1][0] if self.stack else None
             if c == "," and kind == "obj":
                 self.lex = "key"
@@ -322,7 +322,15 @@ class _ArgParser:
                 self._close_container()
             else:
                 raise _ParseError(f"unexpected character {_q(c)}")
-        elif lex == "str":
+        elif lex == "done":
+            raise _ParseError(f"unexpected character {_q(c)}")
+
+    def _string_char(
+        self, c: str, live: bool, out: list[tuple[str, JSONValue]], long_path: list[bool]
+    ) -> None:
+        """A character inside a string: its end, an escape, or a \\u escape's digits."""
+        lex = self.lex
+        if lex == "str":
             if c == '"':
                 self._end_string(live, out, long_path)
             elif c == "\\":
@@ -339,52 +347,58 @@ class _ArgParser:
             else:
                 raise _ParseError("invalid escape")
         elif lex == "unicode":
-            if c not in "0123456789abcdefABCDEF":
-                raise _ParseError("invalid escape")
-            self.uni += c
-            if len(self.uni) < 4:
+            self._unicode_digit(c)
+        elif self.low_stage == 0 and c == "\\":  # "low": the backslash-u of the low surrogate
+            self.low_stage = 1
+        elif self.low_stage == 1 and c == "u":
+            self.uni = ""
+            self.lex = "unicode"
+        else:
+            raise _ParseError("lone surrogate")
+
+    def _unicode_digit(self, c: str) -> None:
+        if c not in "0123456789abcdefABCDEF":
+            raise _ParseError("invalid escape")
+        self.uni += c
+        if len(self.uni) < 4:
+            return
+        code = int(self.uni, 16)
+        if self.high is None:
+            if 0xD800 <= code <= 0xDBFF:
+                self.high, self.low_stage = code, 0
+                self.lex = "low"
                 return
-            code = int(self.uni, 16)
-            if self.high is None:
-                if 0xD800 <= code <= 0xDBFF:
-                    self.high, self.low_stage = code, 0
-                    self.lex = "low"
-                    return
-                if 0xDC00 <= code <= 0xDFFF:
-                    raise _ParseError("lone surrogate")
-                self._push_char(chr(code))
-            else:
-                if not 0xDC00 <= code <= 0xDFFF:
-                    raise _ParseError("lone surrogate")
-                self._push_char(chr(0x10000 + ((self.high - 0xD800) << 10) + (code - 0xDC00)))
-                self.high = None
-            self.lex = "str"
-        elif lex == "low":
-            if self.low_stage == 0 and c == "\\":
-                self.low_stage = 1
-            elif self.low_stage == 1 and c == "u":
-                self.uni = ""
-                self.lex = "unicode"
-            else:
+            if 0xDC00 <= code <= 0xDFFF:
                 raise _ParseError("lone surrogate")
-        elif lex == "number":
-            nxt = _num_next(self.num_state, c)
-            if nxt is not None:
-                self.num += c
-                self.num_state = nxt
-                return
-            if self.num_state not in _NUM_ACCEPT:
-                raise _ParseError(f"unexpected character {_q(c)}")
-            self._finish_number(out, long_path)
-            self._char(c, live, out, long_path)  # the delimiter belongs to what follows
-        elif lex == "literal":
-            word, value = _LITERALS[self.lit]
-            if self.lit_pos >= len(word) or word[self.lit_pos] != c:
-                raise _ParseError(f"unexpected character {_q(c)}")
-            if self.lit_pos + 1 == len(word):
-                self._emit(value, out, long_path)
-                self._put(value)
-            else:
-                self.lit_pos += 1
-        elif lex == "done" and not ws:
+            self._push_char(chr(code))
+        else:
+            if not 0xDC00 <= code <= 0xDFFF:
+                raise _ParseError("lone surrogate")
+            self._push_char(chr(0x10000 + ((self.high - 0xD800) << 10) + (code - 0xDC00)))
+            self.high = None
+        self.lex = "str"
+
+    def _number_char(
+        self, c: str, live: bool, out: list[tuple[str, JSONValue]], long_path: list[bool]
+    ) -> None:
+        nxt = _num_next(self.num_state, c)
+        if nxt is not None:
+            self.num += c
+            self.num_state = nxt
+            return
+        if self.num_state not in _NUM_ACCEPT:
             raise _ParseError(f"unexpected character {_q(c)}")
+        self._finish_number(out, long_path)
+        self._char(c, live, out, long_path)  # the delimiter belongs to what follows
+
+    def _literal_char(
+        self, c: str, out: list[tuple[str, JSONValue]], long_path: list[bool]
+    ) -> None:
+        word, value = _LITERALS[self.lit]
+        if self.lit_pos >= len(word) or word[self.lit_pos] != c:
+            raise _ParseError(f"unexpected character {_q(c)}")
+        if self.lit_pos + 1 == len(word):
+            self._emit(value, out, long_path)
+            self._put(value)
+        else:
+            self.lit_pos += 1
