@@ -17,13 +17,13 @@ from ..._json import JSONObject, JSONValue
 from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
-from ..aggregate.response import ArgDelta, CallEnd, CallStart, Delta, Finish, StreamError, TextDelta
+from ..aggregate.response import Delta, Finish, StreamError
 from ..diagnostics import _diagnostic
 from ..error import _bad_payload, _malformed
 from ..event import _parse_payload
 from ..framing.lines import _as_bytes
 from .framing import _AFTER_DONE, _PAYLOAD, _TOO_LARGE, _UNTERMINATED, _Frame, _Framer
-from .steps import _IMPLIED, _deep_copy, _Step
+from .steps import _deep_copy, _Steps
 
 __all__ = ["InteractionResponse", "InteractionsAggregator"]
 
@@ -98,7 +98,6 @@ class InteractionsAggregator:
         self._max = _check_limit("max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP)
         _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP)
         self._framer = _Framer(self._max)
-        self._steps: dict[int, _Step] = {}
         self._interaction: JSONObject = {}
         self._interaction_id: str | None = None
         self._status: str | None = None
@@ -109,6 +108,7 @@ class InteractionsAggregator:
         self._complete = False
         self._truncated = False
         self._warnings: list[Diagnostic] = []
+        self._steps = _Steps(self._warnings, self._deltas)
         self._events_seen = 0
         self._bytes_seen = 0
         self._result: InteractionResponse | None = None
@@ -270,7 +270,9 @@ class InteractionsAggregator:
         elif kind in _STATUS_EVENTS:
             self._on_status(event, _STATUS_EVENTS[kind])
         elif kind in ("step.start", "step.delta", "step.stop"):
-            self._on_step(n, kind, event, deltas)
+            usage = self._steps.event(n, kind, event, deltas)
+            if usage is not None:
+                self._usage = usage
         elif kind == "error":
             error = event.get("error")
             if error is None:
@@ -323,103 +325,9 @@ class InteractionsAggregator:
         if _str(event, "continuation_token") is not None:
             self._continuation_token = _str(event, "continuation_token")
 
-    def _on_step(self, n: int, kind: str, event: JSONObject, deltas: list[Delta]) -> None:
-        index = event.get("index")
-        if type(index) is not int or not 0 <= index < 2**31:
-            self._warnings.append(_diagnostic("ix_step_index_invalid", event=n, event_type=kind))
-            return
-        if kind == "step.start":
-            if index in self._steps:
-                self._warnings.append(_diagnostic("ix_step_restarted", event=n, step=index))
-                return
-            value = event.get("step")
-            step = _Step(dict(value) if isinstance(value, dict) else {})
-            self._call_start(step, index, deltas)
-            self._steps[index] = step
-        elif kind == "step.delta":
-            delta = event.get("delta")
-            if not isinstance(delta, dict) or not isinstance(delta.get("type"), str):
-                self._warnings.append(_diagnostic("ix_delta_without_type", event=n, step=index))
-                return
-            dtype = delta["type"]
-            self._ensure_step(n, index, _IMPLIED.get(dtype, dtype), deltas)
-            meta = event.get("metadata")
-            if isinstance(meta, dict) and isinstance(meta.get("total_usage"), dict):
-                self._usage = meta["total_usage"]
-            step = self._steps[index]
-            if step.stopped:
-                self._warnings.append(_diagnostic("ix_delta_after_stop", event=n, step=index))
-                return
-            args: list[tuple[str, JSONValue]] = []
-            text, long_path, problem = step.apply(dtype, delta, self._deltas, args)
-            if long_path and step.parser is not None and not step.parser.long_path_warned:
-                step.parser.long_path_warned = True
-                self._warnings.append(_diagnostic("ix_long_arg_path", step=index))
-            if problem is not None:
-                self._warnings.append(
-                    _diagnostic("ix_delta_skipped", event=n, step=index, reason=problem)
-                )
-            if self._deltas:
-                if text is not None:
-                    deltas.append(TextDelta(0, index, text[0], text[1]))
-                for path, value in args:
-                    deltas.append(ArgDelta(0, index, path, value))
-        else:
-            self._ensure_step(n, index, None, deltas)
-            if isinstance(event.get("usage"), dict):
-                self._usage = event["usage"]
-            step = self._steps[index]
-            if step.stopped:
-                return
-            err = step.stop()
-            if err is not None:
-                self._warnings.append(_diagnostic("ix_bad_arguments", step=index, reason=err))
-            elif step.is_call() and self._deltas:
-                deltas.append(CallEnd(0, index, step.call(step.render())))
-
-    def _ensure_step(self, n: int, index: int, kind: str | None, deltas: list[Delta]) -> None:
-        if index in self._steps:
-            return
-        self._warnings.append(_diagnostic("ix_step_without_start", event=n, step=index))
-        step = _Step({} if kind is None else {"type": kind})
-        self._call_start(step, index, deltas)
-        self._steps[index] = step
-
-    def _call_start(self, step: _Step, index: int, deltas: list[Delta]) -> None:
-        if self._deltas and step.is_call():
-            get = step.value.get
-            sid, sname = get("id"), get("name")
-            deltas.append(
-                CallStart(
-                    0,
-                    index,
-                    sid if isinstance(sid, str) else None,
-                    sname if isinstance(sname, str) else None,
-                )
-            )
-
     def _render(self, closing: bool) -> InteractionResponse:
         diagnostics = list(self._warnings)
-        steps: list[JSONObject] = []
-        calls: list[JSONObject] = []
-        unfinished: list[int] = []
-        text: list[str] = []
-        thought: list[str] = []
-        for index in sorted(self._steps):
-            step = self._steps[index]
-            rendered = step.render()
-            kind = step.type
-            if kind == "model_output":
-                _collect(rendered, "content", text)
-            elif kind == "thought":
-                _collect(rendered, "summary", thought)
-            elif kind == "function_call":
-                calls.append(step.call(rendered))
-            if step.unfinished():
-                unfinished.append(index)
-            if closing and not step.stopped:
-                diagnostics.append(_diagnostic("ix_step_never_stopped", step=index, step_type=kind))
-            steps.append(rendered)
+        steps, calls, unfinished, text, thought = self._steps.render(closing, diagnostics)
         if closing and self._bytes_seen > 0 and not self._framer.done:
             diagnostics.append(_diagnostic("ix_missing_done"))
         return InteractionResponse(
@@ -438,16 +346,6 @@ class InteractionsAggregator:
             diagnostics=tuple(diagnostics),
             warnings=[d.message for d in diagnostics],  # X3
             unfinished_calls=unfinished,
-            text="".join(text),
-            thought_text="".join(thought),
+            text=text,
+            thought_text=thought,
         )
-
-
-def _collect(rendered: JSONObject, key: str, out: list[str]) -> None:
-    items = rendered.get(key)
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict) and item.get("type") == "text":
-                t = item.get("text")
-                if isinstance(t, str):
-                    out.append(t)

@@ -56,7 +56,13 @@ class _ParseError(Exception):
 
 
 class _ArgParser:
-    """One call's argument text, parsed as it arrives."""
+    """One call's argument text, parsed as it arrives.
+
+    Longer than ~300 lines on purpose: the lexer state (``lex``, ``cur``), the
+    container stack and the live path are one state machine that every
+    method reads and writes; split into classes, they would only hand that
+    state to each other.
+    """
 
     def __init__(self) -> None:
         self.lex = "start"
