@@ -213,7 +213,7 @@ impl Aggregator {
         let mut errors = Vec::new();
         let state = &mut self.state;
         self.framer.feed(data, &mut |frame| {
-            state.on_frame(frame, deltas, &mut errors)
+            state.on_frame(frame, deltas, &mut errors);
         });
         state.bytes_seen += data.len() as u64;
         Ok(errors)
@@ -404,9 +404,11 @@ impl State {
             Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
         }
         set_last(&mut self.model_version, payload.model_version);
-        if let Some(diagnostic) =
-            response_id_change(event, self.response_id.as_ref(), &payload.response_id)
-        {
+        if let Some(diagnostic) = response_id_change(
+            event,
+            self.response_id.as_ref(),
+            payload.response_id.as_ref(),
+        ) {
             self.warn(diagnostic);
         }
         set_last(&mut self.response_id, payload.response_id);

@@ -1,5 +1,5 @@
 //! The result of aggregation (api.md `AggregatedResponse`, `Candidate`; D rules):
-//! what `close()` and `snapshot()` return and its GenerateContentResponse form (D2).
+//! what `close()` and `snapshot()` return and its `GenerateContentResponse` form (D2).
 
 use serde_json::{Map, Value};
 
