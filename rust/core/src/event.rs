@@ -69,7 +69,11 @@ pub struct Fields<'a>(pub Vec<(Cow<'a, str>, Value)>);
 /// or any other object, kept with its keys in order.
 #[derive(Debug)]
 pub enum PartIn<'a> {
-    Plain { text: Cow<'a, str>, thought: bool },
+    /// RULE P8: `text` (a string) and optionally `thought` (a boolean), nothing else.
+    Plain {
+        text: Cow<'a, str>,
+        thought: bool,
+    },
     Object(Map<String, Value>),
 }
 

@@ -21,12 +21,14 @@ use crate::results::AggregatedResponse;
 /// Runs a core operation with enough stack for values nested 1024 levels
 /// deep (cloning, comparing and writing them recurse): on a thread with less
 /// than this left (a small thread stack), on a stack grown on the heap.
+// RULE D6: deep values on small thread stacks.
 pub(crate) fn deep_safe<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(CORE_STACK, 4 * CORE_STACK, f)
 }
 
 pub(crate) const CORE_STACK: usize = 1024 * 1024;
 
+// RULE D8: one feeding thread.
 pub(crate) const SECOND_FEEDER: &str =
     "this StreamAggregator was fed from another thread first; an \
      aggregator is fed from one thread (chunks from two threads would interleave): use one \

@@ -36,6 +36,7 @@ impl StreamedCall {
     }
 
     /// The call's part (C6); None for a call that never got a name.
+    /// RULE C7: the id is the model's or absent, never invented.
     pub(super) fn into_part(self) -> Option<Value> {
         let name = self.name?;
         let mut fc = Map::new();
@@ -187,6 +188,7 @@ impl State {
 
     /// The chunk's fields, moved out of the part; E7 when `partialArgs` is not a list.
     fn take_chunk(&mut self, at: At, mut part: Map<String, Value>) -> Option<Chunk> {
+        // RULE P5: the signature stays exactly as received, on its call.
         let signature = part
             .shift_remove("thoughtSignature")
             .filter(|v| !v.is_null());

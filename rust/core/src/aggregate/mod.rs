@@ -375,6 +375,7 @@ impl State {
         }
     }
 
+    /// RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
     fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
         if let Some(error) = payload.error.filter(|e| !e.is_null()) {
             // E1, E8: recorded verbatim, the payload contributes nothing else.
@@ -387,6 +388,7 @@ impl State {
             return;
         }
         match payload.candidates {
+            // RULE E2: a payload without candidates is normal (metadata-only chunks).
             None | Some(Shaped::Null) => {}
             Some(Shaped::Expected(items)) => {
                 for (j, candidate) in items.into_iter().enumerate() {

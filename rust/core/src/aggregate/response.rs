@@ -184,6 +184,7 @@ impl State {
     }
 
     pub(super) fn response(&self, candidates: Vec<CandidateResult>) -> Response {
+        // RULE E6: candidate 0 finished and no error was recorded.
         let complete = self.error.is_none()
             && candidates
                 .iter()

@@ -123,6 +123,7 @@ impl ArrayFramer {
                             self.state = ArrState::End;
                             i = j + 1;
                         }
+                        // RULE F12a: an object or array element goes out at its closing bracket.
                         ElemStop::Complete(j) => {
                             self.emit(data, max, sink);
                             self.state = ArrState::AfterElem;

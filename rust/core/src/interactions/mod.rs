@@ -374,6 +374,7 @@ impl State {
             Some(k @ ("step.start" | "step.delta" | "step.stop")) => {
                 self.on_step(n, k, map, deltas);
             }
+            // RULE I8: the latest error is kept, complete cleared; later events still apply.
             Some("error") => {
                 let error = match map.get("error") {
                     Some(e) if !e.is_null() => e.clone(),
@@ -395,6 +396,7 @@ impl State {
         }
     }
 
+    /// RULE I6: `interaction` objects merge key by key; I7: the latest usage.
     fn on_interaction(
         &mut self,
         map: &Map<String, Value>,
@@ -435,6 +437,7 @@ impl State {
         }
     }
 
+    /// RULE I7: a status update carries the latest status and usage.
     fn on_status(&mut self, map: &Map<String, Value>, kind: &str) {
         if self.interaction_id.is_none() {
             if let Some(id) = str_of(map, "interaction_id") {
