@@ -21,12 +21,14 @@ use crate::results::AggregatedResponse;
 /// Runs a core operation with enough stack for values nested 1024 levels
 /// deep (cloning, comparing and writing them recurse): on a thread with less
 /// than this left (a small thread stack), on a stack grown on the heap.
+// RULE D6: deep values on small thread stacks.
 pub(crate) fn deep_safe<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(CORE_STACK, 4 * CORE_STACK, f)
 }
 
 pub(crate) const CORE_STACK: usize = 1024 * 1024;
 
+// RULE D8: one feeding thread.
 pub(crate) const SECOND_FEEDER: &str =
     "this StreamAggregator was fed from another thread first; an \
      aggregator is fed from one thread (chunks from two threads would interleave): use one \
@@ -110,7 +112,7 @@ impl StreamAggregator {
         if errors.is_empty() {
             Ok(list)
         } else {
-            Err(malformed_error(py, &errors, list))
+            Err(malformed_error(py, &errors, &list))
         }
     }
 }
@@ -176,7 +178,7 @@ impl StreamAggregator {
         self.finish_feed(py, deltas, result)
     }
 
-    /// Feed one complete GenerateContentResponse JSON payload.
+    /// Feed one complete `GenerateContentResponse` JSON payload.
     fn feed_event<'py>(
         &mut self,
         py: Python<'py>,
@@ -188,15 +190,14 @@ impl StreamAggregator {
         }
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
-            match s.to_str() {
-                Ok(text) => deep_safe(|| self.core.feed_event(text.as_bytes(), &mut deltas)),
+            if let Ok(text) = s.to_str() {
+                deep_safe(|| self.core.feed_event(text.as_bytes(), &mut deltas))
+            } else {
                 // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.
-                Err(_) => {
-                    let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
-                    with_bytes(&raw, |bytes| {
-                        deep_safe(|| self.core.feed_event(bytes, &mut deltas))
-                    })?
-                }
+                let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+                with_bytes(&raw, |bytes| {
+                    deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+                })?
             }
         } else {
             with_bytes(payload, |bytes| {
@@ -212,8 +213,8 @@ impl StreamAggregator {
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        if let Some(ix) = &self.ix {
-            return Err(ix.feed_chunk());
+        if self.ix.is_some() {
+            return Err(interactions::IxStream::feed_chunk());
         }
         if self.core.is_closed() {
             return Err(closed_error(py));

@@ -30,7 +30,7 @@ pub(crate) fn closed_error(py: Python<'_>) -> PyErr {
 pub(crate) fn malformed_error(
     py: Python<'_>,
     errors: &[MalformedStream],
-    deltas: Bound<'_, PyList>,
+    deltas: &Bound<'_, PyList>,
 ) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let cls = errors_module(py)?.getattr("MalformedStreamError")?;
@@ -43,7 +43,7 @@ pub(crate) fn malformed_error(
                 e.kind.as_str(),
                 e.offset,
                 e.event_index,
-                &deltas,
+                deltas,
             );
             let exc = cls.call(args, Some(&kwargs))?;
             list.append(exc)?;

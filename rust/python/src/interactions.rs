@@ -55,7 +55,7 @@ impl IxStream {
         if errors.is_empty() {
             Ok(list)
         } else {
-            Err(malformed_error(py, &errors, list))
+            Err(malformed_error(py, &errors, &list))
         }
     }
 
@@ -76,12 +76,11 @@ impl IxStream {
     ) -> PyResult<Bound<'py, PyList>> {
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
-            match s.to_str() {
-                Ok(text) => self.core.feed_event(text.as_bytes(), &mut deltas),
-                Err(_) => {
-                    let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
-                    with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
-                }
+            if let Ok(text) = s.to_str() {
+                self.core.feed_event(text.as_bytes(), &mut deltas)
+            } else {
+                let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+                with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
             }
         } else {
             with_bytes(payload, |bytes| self.core.feed_event(bytes, &mut deltas))?
@@ -93,7 +92,7 @@ impl IxStream {
         self.core.reconnect().map_err(|_| closed_error(py))
     }
 
-    pub fn feed_chunk(&self) -> PyErr {
+    pub fn feed_chunk() -> PyErr {
         PyTypeError::new_err(
             "feed_chunk() is not supported with api='interactions'; feed the body bytes with \
              feed() or one data payload with feed_event()",

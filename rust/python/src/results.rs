@@ -19,6 +19,7 @@ use crate::errors::diagnostics_to_py;
 pub struct Candidate {
     inner: Arc<Response>,
     position: usize,
+    // RULE D3a: built once, the same objects on every access.
     parts: PyOnceLock<Py<PyList>>,
     content: PyOnceLock<Py<PyDict>>,
     calls: PyOnceLock<Py<PyList>>,

@@ -36,6 +36,7 @@ impl StreamedCall {
     }
 
     /// The call's part (C6); None for a call that never got a name.
+    /// RULE C7: the id is the model's or absent, never invented.
     pub(super) fn into_part(self) -> Option<Value> {
         let name = self.name?;
         let mut fc = Map::new();
@@ -53,208 +54,168 @@ impl StreamedCall {
     }
 }
 
+/// Where a call part sits in its event, for E7 paths.
+#[derive(Clone, Copy)]
+pub(super) struct At {
+    pub(super) event: u64,
+    /// Position in the event's `candidates` list.
+    pub(super) j: usize,
+    /// Position in the candidate's `parts` list.
+    pub(super) p: usize,
+}
+
+/// What applying a chunk needs besides the chunk.
+#[derive(Clone, Copy)]
+struct Ctx {
+    at: At,
+    clock: u64,
+    max_index: usize,
+    want_deltas: bool,
+}
+
+/// What one streamed chunk carries, taken out of its part (C3).
+struct Chunk {
+    id: Option<String>,
+    name: Option<String>,
+    signature: Option<Value>,
+    args: Option<Value>,
+    partial_args: Vec<Value>,
+    keeps_open: bool,
+}
+
 impl State {
     pub(super) fn apply_call_part(
         &mut self,
-        event: u64,
-        j: usize,
-        p: usize,
+        at: At,
         pos: usize,
-        mut part: Map<String, Value>,
+        part: Map<String, Value>,
         deltas: &mut Vec<Delta>,
     ) {
         let Some(Value::Object(fc)) = part.get("functionCall") else {
             return;
         };
+        // RULE C3: a streamed chunk, as opposed to a complete call (C1).
         let streamed = match fc.get("partialArgs") {
             None | Some(Value::Null) => false,
             Some(Value::Array(items)) => !items.is_empty(),
             Some(_) => true,
         } || fc.contains_key("willContinue")
             || (!fc.contains_key("name") && !fc.contains_key("args"));
-        let want_deltas = self.opts.deltas;
-        if !streamed {
-            let info = call_ref(part.get("functionCall"));
-            if info.name.is_none() {
-                // RULE C15: a call nobody can answer is not replayed.
-                self.warn(Diagnostic::NamelessCall {
-                    event,
-                    path: format!("candidates[{j}].content.parts[{p}]"),
-                    call_id: info.id.map(str::to_owned),
-                    args: info
-                        .args
-                        .cloned()
-                        .unwrap_or_else(|| Value::Object(Map::new())),
-                });
-                return;
-            }
-            let call = want_deltas.then(|| info.to_value());
-            let cand = &mut self.candidates[pos];
-            cand.run = None;
-            let slot = cand.slots.len();
-            if let Some(call) = call {
-                let (id, name) = id_and_name(&call);
-                deltas.push(Delta::CallStart {
-                    candidate: cand.index,
-                    index: slot,
-                    id,
-                    name,
-                });
-                deltas.push(Delta::CallEnd {
-                    candidate: cand.index,
-                    index: slot,
-                    call,
-                });
-            }
-            cand.slots.push(Slot::Kept {
-                part,
-                kind: PartKind::Call,
+        if streamed {
+            self.apply_streamed_chunk(at, pos, part, deltas);
+        } else {
+            self.apply_complete_call(at, pos, part, deltas);
+        }
+    }
+
+    /// C1, C11: a complete call part is kept as it is; C15 without a name.
+    fn apply_complete_call(
+        &mut self,
+        at: At,
+        pos: usize,
+        part: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let info = call_ref(part.get("functionCall"));
+        if info.name.is_none() {
+            // RULE C15: a call nobody can answer is not replayed.
+            self.warn(Diagnostic::NamelessCall {
+                event: at.event,
+                path: format!("candidates[{}].content.parts[{}]", at.j, at.p),
+                call_id: info.id.map(str::to_owned),
+                args: info
+                    .args
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
             });
             return;
         }
+        let call = self.opts.deltas.then(|| info.to_value());
+        let cand = &mut self.candidates[pos];
+        cand.run = None;
+        let slot = cand.slots.len();
+        if let Some(call) = call {
+            let (id, name) = id_and_name(&call);
+            deltas.push(Delta::CallStart {
+                candidate: cand.index,
+                index: slot,
+                id,
+                name,
+            });
+            deltas.push(Delta::CallEnd {
+                candidate: cand.index,
+                index: slot,
+                call,
+            });
+        }
+        cand.slots.push(Slot::Kept {
+            part,
+            kind: PartKind::Call,
+        });
+    }
+
+    /// C2-C6, C9: a streamed chunk routed to its call, which it extends or closes.
+    fn apply_streamed_chunk(
+        &mut self,
+        at: At,
+        pos: usize,
+        part: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Some(chunk) = self.take_chunk(at, part) else {
+            return;
+        };
+        self.clock += 1;
+        let ctx = Ctx {
+            at,
+            clock: self.clock,
+            max_index: self.opts.max_array_index,
+            want_deltas: self.opts.deltas,
+        };
+        let mut warnings = Vec::new();
+        let cand = &mut self.candidates[pos];
+        let (id, has_name) = (chunk.id.as_deref(), chunk.name.is_some());
+        let Some(route) = cand.route(id, has_name, &chunk.partial_args, ctx.max_index) else {
+            return; // RULE C2.4: an end marker with no open call
+        };
+        let k = match route {
+            Route::Existing(k) => k,
+            Route::New => cand.open_call(&chunk, ctx, deltas, &mut warnings),
+        };
+        cand.update_call(k, chunk, ctx, deltas, &mut warnings);
+        self.warnings.append(&mut warnings);
+    }
+
+    /// The chunk's fields, moved out of the part; E7 when `partialArgs` is not a list.
+    fn take_chunk(&mut self, at: At, mut part: Map<String, Value>) -> Option<Chunk> {
+        // RULE P5: the signature stays exactly as received, on its call.
         let signature = part
             .shift_remove("thoughtSignature")
             .filter(|v| !v.is_null());
         let Some(Value::Object(mut fc)) = part.shift_remove("functionCall") else {
-            return;
+            return None;
         };
         let partial_args = match fc.shift_remove("partialArgs") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items,
             Some(_) => {
+                let (j, p) = (at.j, at.p);
                 self.warn(shape(
-                    event,
+                    at.event,
                     &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs"),
                     "a list",
                 ));
                 Vec::new()
             }
         };
-        let id = string_field(&fc, "id");
-        let name = string_field(&fc, "name");
-        let max_index = self.opts.max_array_index;
-        self.clock += 1;
-        let clock = self.clock;
-        let cand = &mut self.candidates[pos];
-        let candidate = cand.index;
-        let Some(k) = cand.route(id.as_deref(), name.is_some(), &partial_args, max_index) else {
-            return; // C2.4: an end marker with no open call
-        };
-        let k = match k {
-            Route::Existing(k) => k,
-            Route::New => {
-                if cand.open.len() == MAX_OPEN_CALLS {
-                    // C14: the least recently updated open call is closed first.
-                    let lru = cand
-                        .open
-                        .iter()
-                        .copied()
-                        .min_by_key(|&k| cand.calls[k].touched)
-                        .unwrap_or_default();
-                    let mut closing = vec![Diagnostic::OpenCallLimit {
-                        candidate,
-                        part: cand.calls[lru].slot,
-                        limit: MAX_OPEN_CALLS as u64,
-                    }];
-                    cand.open.retain(|&k| k != lru);
-                    cand.calls[lru].flushed = true; // C13: closed by the limit, not the model
-                    close_call(
-                        candidate,
-                        &mut cand.calls[lru],
-                        want_deltas,
-                        deltas,
-                        &mut closing,
-                    );
-                    self.warnings.append(&mut closing);
-                }
-                cand.run = None;
-                let slot = cand.slots.len();
-                let k = cand.calls.len();
-                cand.open.push(k);
-                cand.slots.push(Slot::Streamed(k));
-                cand.calls.push(StreamedCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    args: Map::new(),
-                    signature: None,
-                    flushed: false,
-                    touched: clock,
-                    slot,
-                });
-                if want_deltas {
-                    deltas.push(Delta::CallStart {
-                        candidate,
-                        index: slot,
-                        id: id.clone(),
-                        name: name.clone(),
-                    });
-                }
-                k
-            }
-        };
-        let mut warnings = Vec::new();
-        let call = &mut cand.calls[k];
-        call.touched = clock;
-        let slot = call.slot;
-        if let Some(name) = name {
-            match &call.name {
-                None => call.name = Some(name),
-                Some(old) if *old != name => warnings.push(Diagnostic::CallRenamed {
-                    candidate,
-                    part: slot,
-                    name,
-                    kept_name: old.clone(),
-                }),
-                Some(_) => {}
-            }
-        }
-        if let Some(sig) = signature {
-            match &call.signature {
-                None => call.signature = Some(sig),
-                Some(old) if *old != sig => warnings.push(Diagnostic::SignatureChanged {
-                    candidate,
-                    part: slot,
-                }),
-                Some(_) => {}
-            }
-        }
-        if let Some(Value::Object(args)) = fc.shift_remove("args") {
-            for (key, value) in args {
-                call.args.insert(key, value);
-            }
-        }
-        for (m, arg) in partial_args.into_iter().enumerate() {
-            let Value::Object(arg) = arg else {
-                warnings.push(shape(
-                    event,
-                    &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs[{m}]"),
-                    "an object",
-                ));
-                continue;
-            };
-            match apply_partial_arg(&mut call.args, &arg, max_index) {
-                Ok(None) => {}
-                Ok(Some((json_path, value))) => {
-                    if want_deltas {
-                        deltas.push(Delta::Arg {
-                            candidate,
-                            index: slot,
-                            json_path,
-                            value,
-                        });
-                    }
-                }
-                Err(reason) => {
-                    warnings.push(skipped_arg(candidate, slot, arg.get("jsonPath"), reason))
-                }
-            }
-        }
-        let keeps_open = matches!(fc.get("willContinue"), Some(Value::Bool(true)));
-        if !keeps_open {
-            close_call(candidate, call, want_deltas, deltas, &mut warnings);
-            cand.open.retain(|&open| open != k);
-        }
-        self.warnings.append(&mut warnings);
+        Some(Chunk {
+            id: string_field(&fc, "id"),
+            name: string_field(&fc, "name"),
+            signature,
+            args: fc.shift_remove("args"),
+            partial_args,
+            keeps_open: matches!(fc.get("willContinue"), Some(Value::Bool(true))),
+        })
     }
 
     pub(super) fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
@@ -279,6 +240,139 @@ pub(super) enum Route {
 }
 
 impl CandidateState {
+    /// A new streamed call for `chunk` (C3); at the C14 limit the least
+    /// recently updated open call is closed first. Returns its index in `calls`.
+    fn open_call(
+        &mut self,
+        chunk: &Chunk,
+        ctx: Ctx,
+        deltas: &mut Vec<Delta>,
+        warnings: &mut Vec<Diagnostic>,
+    ) -> usize {
+        let (candidate, want_deltas) = (self.index, ctx.want_deltas);
+        if self.open.len() == MAX_OPEN_CALLS {
+            // RULE C14: the least recently updated open call is closed first.
+            let lru = self
+                .open
+                .iter()
+                .copied()
+                .min_by_key(|&k| self.calls[k].touched)
+                .unwrap_or_default();
+            warnings.push(Diagnostic::OpenCallLimit {
+                candidate,
+                part: self.calls[lru].slot,
+                limit: MAX_OPEN_CALLS as u64,
+            });
+            self.open.retain(|&k| k != lru);
+            self.calls[lru].flushed = true; // C13: closed by the limit, not the model
+            close_call(
+                candidate,
+                &mut self.calls[lru],
+                want_deltas,
+                deltas,
+                warnings,
+            );
+        }
+        self.run = None;
+        let slot = self.slots.len();
+        let k = self.calls.len();
+        self.open.push(k);
+        self.slots.push(Slot::Streamed(k));
+        self.calls.push(StreamedCall {
+            id: chunk.id.clone(),
+            name: chunk.name.clone(),
+            args: Map::new(),
+            signature: None,
+            flushed: false,
+            touched: ctx.clock,
+            slot,
+        });
+        if want_deltas {
+            deltas.push(Delta::CallStart {
+                candidate,
+                index: slot,
+                id: chunk.id.clone(),
+                name: chunk.name.clone(),
+            });
+        }
+        k
+    }
+
+    /// Applies `chunk` to call `k`: the first name and signature are kept
+    /// (C2, C6), args merged and partial args applied (C4, C5, C9); without
+    /// `willContinue` the call is closed.
+    fn update_call(
+        &mut self,
+        k: usize,
+        chunk: Chunk,
+        ctx: Ctx,
+        deltas: &mut Vec<Delta>,
+        warnings: &mut Vec<Diagnostic>,
+    ) {
+        let candidate = self.index;
+        let call = &mut self.calls[k];
+        call.touched = ctx.clock;
+        let slot = call.slot;
+        if let Some(name) = chunk.name {
+            match &call.name {
+                None => call.name = Some(name),
+                Some(old) if *old != name => warnings.push(Diagnostic::CallRenamed {
+                    candidate,
+                    part: slot,
+                    name,
+                    kept_name: old.clone(),
+                }),
+                Some(_) => {}
+            }
+        }
+        if let Some(sig) = chunk.signature {
+            match &call.signature {
+                None => call.signature = Some(sig),
+                Some(old) if *old != sig => warnings.push(Diagnostic::SignatureChanged {
+                    candidate,
+                    part: slot,
+                }),
+                Some(_) => {}
+            }
+        }
+        if let Some(Value::Object(args)) = chunk.args {
+            for (key, value) in args {
+                call.args.insert(key, value);
+            }
+        }
+        for (m, arg) in chunk.partial_args.into_iter().enumerate() {
+            let Value::Object(arg) = arg else {
+                let (j, p) = (ctx.at.j, ctx.at.p);
+                warnings.push(shape(
+                    ctx.at.event,
+                    &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs[{m}]"),
+                    "an object",
+                ));
+                continue;
+            };
+            match apply_partial_arg(&mut call.args, &arg, ctx.max_index) {
+                Ok(None) => {}
+                Ok(Some((json_path, value))) => {
+                    if ctx.want_deltas {
+                        deltas.push(Delta::Arg {
+                            candidate,
+                            index: slot,
+                            json_path,
+                            value,
+                        });
+                    }
+                }
+                Err(reason) => {
+                    warnings.push(skipped_arg(candidate, slot, arg.get("jsonPath"), reason));
+                }
+            }
+        }
+        if !chunk.keeps_open {
+            close_call(candidate, call, ctx.want_deltas, deltas, warnings);
+            self.open.retain(|&open| open != k);
+        }
+    }
+
     /// C2 routing; None when the chunk is to be ignored (C2.4).
     pub(super) fn route(
         &self,

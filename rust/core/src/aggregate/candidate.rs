@@ -133,6 +133,7 @@ pub(super) fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
 }
 
 impl State {
+    /// RULE E11: found by index in O(1) whatever the arrival order.
     pub(super) fn candidate_position(&mut self, index: u32) -> usize {
         // The usual stream has one candidate: a short scan beats hashing.
         let found = if self.candidates.len() <= 8 {

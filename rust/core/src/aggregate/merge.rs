@@ -37,15 +37,14 @@ pub(super) fn merge_citations(
         match (is_list_key, value) {
             (true, Value::Array(new)) => {
                 let known = seen.entry(key.clone()).or_default();
-                let list = match kept.get_mut(&key) {
-                    Some(Value::Array(old)) => old,
-                    _ => {
-                        known.clear();
-                        kept.insert(key.clone(), Value::Array(Vec::new()));
-                        match kept.get_mut(&key) {
-                            Some(Value::Array(old)) => old,
-                            _ => continue,
-                        }
+                let list = if let Some(Value::Array(old)) = kept.get_mut(&key) {
+                    old
+                } else {
+                    known.clear();
+                    kept.insert(key.clone(), Value::Array(Vec::new()));
+                    match kept.get_mut(&key) {
+                        Some(Value::Array(old)) => old,
+                        _ => continue,
                     }
                 };
                 for entry in new {
@@ -68,10 +67,10 @@ pub(super) fn merge_citations(
 pub(super) fn response_id_change(
     event: u64,
     kept: Option<&Value>,
-    new: &Option<TextOrValue<'_>>,
+    new: Option<&TextOrValue<'_>>,
 ) -> Option<Diagnostic> {
     let kept = kept?;
-    let changed = match new.as_ref()? {
+    let changed = match new? {
         TextOrValue::Text(text) => !matches!(kept, Value::String(s) if s == text),
         TextOrValue::Value(Value::Null) => false,
         TextOrValue::Value(value) => kept != value,

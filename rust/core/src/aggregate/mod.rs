@@ -213,7 +213,7 @@ impl Aggregator {
         let mut errors = Vec::new();
         let state = &mut self.state;
         self.framer.feed(data, &mut |frame| {
-            state.on_frame(frame, deltas, &mut errors)
+            state.on_frame(frame, deltas, &mut errors);
         });
         state.bytes_seen += data.len() as u64;
         Ok(errors)
@@ -375,6 +375,7 @@ impl State {
         }
     }
 
+    /// RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
     fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
         if let Some(error) = payload.error.filter(|e| !e.is_null()) {
             // E1, E8: recorded verbatim, the payload contributes nothing else.
@@ -387,6 +388,7 @@ impl State {
             return;
         }
         match payload.candidates {
+            // RULE E2: a payload without candidates is normal (metadata-only chunks).
             None | Some(Shaped::Null) => {}
             Some(Shaped::Expected(items)) => {
                 for (j, candidate) in items.into_iter().enumerate() {
@@ -404,9 +406,11 @@ impl State {
             Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
         }
         set_last(&mut self.model_version, payload.model_version);
-        if let Some(diagnostic) =
-            response_id_change(event, self.response_id.as_ref(), &payload.response_id)
-        {
+        if let Some(diagnostic) = response_id_change(
+            event,
+            self.response_id.as_ref(),
+            payload.response_id.as_ref(),
+        ) {
             self.warn(diagnostic);
         }
         set_last(&mut self.response_id, payload.response_id);

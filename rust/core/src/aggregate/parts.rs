@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::calls::At;
 use super::candidate::{CandidateState, PartKind, Slot};
 use super::merge::shape;
 use super::{Delta, State};
@@ -39,7 +40,7 @@ impl State {
             return; // P6
         }
         if matches!(part.get("functionCall"), Some(Value::Object(_))) {
-            self.apply_call_part(event, j, p, pos, part, deltas);
+            self.apply_call_part(At { event, j, p }, pos, part, deltas);
             return;
         }
         // Plain text parts were read as `PartIn::Plain`; a string `text` here

@@ -84,7 +84,7 @@ pub fn py_float_repr(f: f64) -> String {
         let body = if point <= 0 {
             format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
         } else {
-            let point = point as usize;
+            let point = point.unsigned_abs() as usize; // > 0 here
             if digits.len() <= point {
                 format!("{digits}{}.0", "0".repeat(point - digits.len()))
             } else {

@@ -1,5 +1,5 @@
 //! The result of aggregation (api.md `AggregatedResponse`, `Candidate`; D rules):
-//! what `close()` and `snapshot()` return and its GenerateContentResponse form (D2).
+//! what `close()` and `snapshot()` return and its `GenerateContentResponse` form (D2).
 
 use serde_json::{Map, Value};
 
@@ -184,6 +184,7 @@ impl State {
     }
 
     pub(super) fn response(&self, candidates: Vec<CandidateResult>) -> Response {
+        // RULE E6: candidate 0 finished and no error was recorded.
         let complete = self.error.is_none()
             && candidates
                 .iter()

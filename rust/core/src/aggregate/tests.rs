@@ -62,6 +62,7 @@ fn e11_routing_sees_only_open_calls_and_at_most_64() {
     assert_eq!(result.warnings().len(), 136);
 }
 
+#[allow(clippy::needless_pass_by_value)] // called with json! literals
 fn parts_event(parts: Value) -> Value {
     json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
 }

@@ -70,7 +70,7 @@ impl ArrayFramer {
         while i < data.len() {
             match self.state {
                 ArrState::Before | ArrState::AfterElem => {
-                    let rest = data.get(i..).unwrap_or(&[]);
+                    let rest = &data[i..];
                     let Some(k) = rest.iter().position(|&b| !is_ws(b)) else {
                         break;
                     };
@@ -123,6 +123,7 @@ impl ArrayFramer {
                             self.state = ArrState::End;
                             i = j + 1;
                         }
+                        // RULE F12a: an object or array element goes out at its closing bracket.
                         ElemStop::Complete(j) => {
                             self.emit(data, max, sink);
                             self.state = ArrState::AfterElem;
@@ -131,7 +132,7 @@ impl ArrayFramer {
                     }
                 }
                 ArrState::End => {
-                    let rest = data.get(i..).unwrap_or(&[]);
+                    let rest = &data[i..];
                     if let Some(k) = rest.iter().position(|&b| !is_ws(b)) {
                         let o = base + (i + k) as u64;
                         sink(Frame::Warning(Diagnostic::ArrayTrailingData { offset: o }));
@@ -158,7 +159,7 @@ impl ArrayFramer {
         }
         while j < len {
             if self.in_str {
-                let rest = data.get(j..).unwrap_or(&[]);
+                let rest = &data[j..];
                 match memchr2(b'"', b'\\', rest) {
                     None => {
                         j = len;
@@ -229,7 +230,10 @@ impl ArrayFramer {
             sink(Frame::TooLarge { offset });
         } else if self.content_len > 0 {
             let kept = self.elem.bytes(data);
-            let payload = kept.get(..self.content_len as usize).unwrap_or(kept);
+            // content_len <= max here, and every content byte up to max was kept.
+            let len = usize::try_from(self.content_len).unwrap_or(usize::MAX);
+            debug_assert!(len <= kept.len(), "the element's content bytes were kept");
+            let payload = &kept[..len];
             sink(Frame::Payload {
                 offset,
                 data: payload,
@@ -246,7 +250,10 @@ impl ArrayFramer {
                 sink(Frame::Incomplete { offset });
             } else {
                 let kept = self.elem.bytes(&[]);
-                let payload = kept.get(..self.content_len as usize).unwrap_or(kept);
+                // content_len <= max here, and every content byte up to max was kept.
+                let len = usize::try_from(self.content_len).unwrap_or(usize::MAX);
+                debug_assert!(len <= kept.len(), "the element's content bytes were kept");
+                let payload = &kept[..len];
                 sink(Frame::Unterminated {
                     offset,
                     data: payload,

@@ -61,7 +61,7 @@ impl SseDecoder {
         }
         let mut i = 0;
         while let Some((s, e, term)) = self.split.next(data, &mut i) {
-            let piece = data.get(s..e).unwrap_or(&[]);
+            let piece = &data[s..e];
             if !term {
                 self.line.extend_from_slice(piece);
             } else if self.line.is_empty() {
@@ -109,11 +109,8 @@ impl SseDecoder {
         // alone gives the same text as decoding the whole line.
         let (name, value) = match memchr(b':', line) {
             Some(c) => {
-                let v = line.get(c + 1..).unwrap_or(&[]);
-                (
-                    line.get(..c).unwrap_or(&[]),
-                    v.strip_prefix(b" ").unwrap_or(v),
-                )
+                let v = &line[c + 1..];
+                (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
             }
             None => (line, &[][..]),
         };

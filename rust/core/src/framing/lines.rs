@@ -27,23 +27,20 @@ impl LineSplitter {
         }
         let start = *i;
         let rest = data.get(start..).filter(|r| !r.is_empty())?;
-        match memchr2(b'\n', b'\r', rest) {
-            Some(k) => {
-                let end = start + k;
-                *i = end + 1;
-                if rest.get(k) == Some(&b'\r') {
-                    match rest.get(k + 1) {
-                        Some(b'\n') => *i = end + 2,
-                        Some(_) => {}
-                        None => self.skip_lf = true,
-                    }
+        if let Some(k) = memchr2(b'\n', b'\r', rest) {
+            let end = start + k;
+            *i = end + 1;
+            if rest.get(k) == Some(&b'\r') {
+                match rest.get(k + 1) {
+                    Some(b'\n') => *i = end + 2,
+                    Some(_) => {}
+                    None => self.skip_lf = true,
                 }
-                Some((start, end, true))
             }
-            None => {
-                *i = data.len();
-                Some((start, data.len(), false))
-            }
+            Some((start, end, true))
+        } else {
+            *i = data.len();
+            Some((start, data.len(), false))
         }
     }
 }
@@ -127,10 +124,10 @@ impl Acc {
                 Some((bs, be)) if be == s => self.borrowed = Some((bs, t_end)),
                 Some(_) => {
                     self.detach(data, max);
-                    self.extend(data.get(s..t_end).unwrap_or(&[]), max);
+                    self.extend(&data[s..t_end], max);
                 }
                 None if kept == 0 => self.borrowed = Some((s, t_end)),
-                None => self.extend(data.get(s..t_end).unwrap_or(&[]), max),
+                None => self.extend(&data[s..t_end], max),
             }
         }
     }
@@ -156,7 +153,7 @@ impl Acc {
     #[inline]
     pub(super) fn detach(&mut self, data: &[u8], max: usize) {
         if let Some((s, e)) = self.borrowed.take() {
-            self.extend(data.get(s..e).unwrap_or(&[]), max);
+            self.extend(&data[s..e], max);
         }
     }
 
@@ -185,7 +182,7 @@ impl Acc {
     #[inline]
     pub(super) fn bytes<'a>(&'a self, data: &'a [u8]) -> &'a [u8] {
         match self.borrowed {
-            Some((s, e)) => data.get(s..e).unwrap_or(&[]),
+            Some((s, e)) => &data[s..e],
             None => &self.buf,
         }
     }

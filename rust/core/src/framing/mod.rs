@@ -66,7 +66,7 @@ use sse::SseFramer;
 pub enum Frame<'a> {
     /// A complete payload, not yet checked for UTF-8 or JSON.
     Payload { offset: u64, data: &'a [u8] },
-    /// An event that exceeded max_event_bytes (F11); its bytes were not kept.
+    /// An event that exceeded `max_event_bytes` (F11); its bytes were not kept.
     TooLarge { offset: u64 },
     /// A framing diagnostic (F12 trailing data).
     Warning(Diagnostic),
@@ -157,19 +157,18 @@ impl BodyFramer {
                         // Not a BOM: its first bytes (at the very start of the
                         // stream) are content, and not whitespace.
                         self.mode = Mode::Sse;
-                        self.sse.feed(BOM.get(..k).unwrap_or(&[]), 0, max, sink);
+                        self.sse.feed(&BOM[..k], 0, max, sink);
                     }
                 }
                 Mode::Lead => {
-                    let rest = data.get(i..).unwrap_or(&[]);
+                    let rest = &data[i..];
                     match rest.iter().position(|&b| !is_ws(b)) {
                         None => {
                             self.sse.feed(rest, base + i as u64, max, sink);
                             return;
                         }
                         Some(k) => {
-                            self.sse
-                                .feed(rest.get(..k).unwrap_or(&[]), base + i as u64, max, sink);
+                            self.sse.feed(&rest[..k], base + i as u64, max, sink);
                             i += k;
                             if rest.get(k) == Some(&b'[') {
                                 self.mode = Mode::Array;
@@ -182,12 +181,12 @@ impl BodyFramer {
                     }
                 }
                 Mode::Sse => {
-                    let rest = data.get(i..).unwrap_or(&[]);
+                    let rest = &data[i..];
                     self.sse.feed(rest, base + i as u64, max, sink);
                     return;
                 }
                 Mode::Array => {
-                    let rest = data.get(i..).unwrap_or(&[]);
+                    let rest = &data[i..];
                     self.array.feed(rest, base + i as u64, max, sink);
                     return;
                 }
@@ -203,7 +202,7 @@ impl BodyFramer {
         let max = self.max;
         match self.mode {
             Mode::Bom(k) if k > 0 => {
-                self.sse.feed(BOM.get(..k).unwrap_or(&[]), 0, max, sink);
+                self.sse.feed(&BOM[..k], 0, max, sink);
                 self.sse.close(max, sink);
             }
             Mode::Sse => self.sse.close(max, sink),

@@ -17,26 +17,26 @@ enum F {
 fn f17_an_oversized_event_frees_its_buffer_and_a_large_one_is_not_kept() {
     let max = 4 << 20;
     let mut framer = BodyFramer::new(max);
-    let mut frames = Vec::new();
-    framer.feed(b"data: {\"a\":\"", &mut |f| frames.push(own(f)));
+    let mut out = Vec::new();
+    framer.feed(b"data: {\"a\":\"", &mut |f| out.push(own(f)));
     let piece = vec![b'x'; 64 * 1024];
-    let mut peak = 0;
+    let mut highest = 0;
     for _ in 0..(2 * max / piece.len()) {
-        framer.feed(&piece, &mut |f| frames.push(own(f)));
-        peak = peak.max(framer.sse.ev.buf.capacity());
+        framer.feed(&piece, &mut |f| out.push(own(f)));
+        highest = highest.max(framer.sse.ev.buf.capacity());
     }
-    assert!(peak <= max, "{peak}");
+    assert!(highest <= max, "{highest}");
     assert_eq!(framer.sse.ev.buf.capacity(), 0);
-    framer.feed(b"\"}\n\n", &mut |f| frames.push(own(f)));
-    assert_eq!(frames, vec![F::Big(0)]);
+    framer.feed(b"\"}\n\n", &mut |f| out.push(own(f)));
+    assert_eq!(out, vec![F::Big(0)]);
     // A large event that fits is delivered; its buffer is freed afterwards.
     let mut big = b"data: {\"a\":\"".to_vec();
     big.extend(vec![b'y'; 2 << 20]);
     for part in big.chunks(64 * 1024) {
-        framer.feed(part, &mut |f| frames.push(own(f)));
+        framer.feed(part, &mut |f| out.push(own(f)));
     }
-    framer.feed(b"\"}\n\n", &mut |f| frames.push(own(f)));
-    assert_eq!(frames.len(), 2);
+    framer.feed(b"\"}\n\n", &mut |f| out.push(own(f)));
+    assert_eq!(out.len(), 2);
     assert_eq!(framer.sse.ev.buf.capacity(), 0);
 }
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::aggregate::{Closed, Delta, Options};
 use crate::diagnostics::Diagnostic;
 use crate::error::{ErrorKind, MalformedStream};
-use crate::event::{nesting_depth, MAX_JSON_DEPTH};
+use crate::event::needs_deep_parse;
 use framing::{IxFrame, IxFramer};
 use steps::{implied_type, Step};
 
@@ -114,10 +114,7 @@ fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, (ErrorKind, bool)> {
         serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     let value = match parsed {
         Ok(v) => Ok(v),
-        Err(e)
-            if e.to_string().starts_with("recursion limit exceeded")
-                && nesting_depth(data) <= MAX_JSON_DEPTH =>
-        {
+        Err(e) if needs_deep_parse(&e, data) => {
             let mut de = serde_json::Deserializer::from_slice(data);
             de.disable_recursion_limit();
             serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
@@ -201,7 +198,7 @@ impl IxAggregator {
         let mut errors = Vec::new();
         let state = &mut self.state;
         self.framer.feed(data, &mut |frame| {
-            state.on_frame(frame, deltas, &mut errors)
+            state.on_frame(frame, deltas, &mut errors);
         });
         state.bytes_seen += data.len() as u64;
         Ok(errors)
@@ -322,7 +319,7 @@ impl State {
     ) {
         let n = self.next_index();
         match parse_payload(data) {
-            Ok(map) => self.apply(n, map, name, deltas),
+            Ok(map) => self.apply(n, &map, name, deltas),
             Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
                 self.warnings.push(err.diagnostic);
@@ -341,7 +338,7 @@ impl State {
     ) {
         let n = self.next_index();
         match parse_payload(data) {
-            Ok(map) => self.apply(n, map, name, deltas),
+            Ok(map) => self.apply(n, &map, name, deltas),
             Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
                 self.report(err, errors);
@@ -353,30 +350,31 @@ impl State {
     fn apply(
         &mut self,
         n: u64,
-        map: Map<String, Value>,
+        map: &Map<String, Value>,
         name: Option<&str>,
         deltas: &mut Vec<Delta>,
     ) {
-        if let Some(id) = str_of(&map, "event_id") {
+        if let Some(id) = str_of(map, "event_id") {
             self.last_event_id = Some(id.to_owned());
         }
-        let kind = str_of(&map, "event_type")
+        let kind = str_of(map, "event_type")
             .map(str::to_owned)
             .or_else(|| name.map(str::to_owned));
         match kind.as_deref() {
             Some(k @ ("interaction.created" | "interaction.completed")) => {
-                self.on_interaction(&map, k == "interaction.completed", deltas);
+                self.on_interaction(map, k == "interaction.completed", deltas);
             }
             Some(
                 k @ ("interaction.status_update"
                 | "interaction.in_progress"
                 | "interaction.requires_action"),
             ) => {
-                self.on_status(&map, k);
+                self.on_status(map, k);
             }
             Some(k @ ("step.start" | "step.delta" | "step.stop")) => {
-                self.on_step(n, k, &map, deltas)
+                self.on_step(n, k, map, deltas);
             }
+            // RULE I8: the latest error is kept, complete cleared; later events still apply.
             Some("error") => {
                 let error = match map.get("error") {
                     Some(e) if !e.is_null() => e.clone(),
@@ -398,6 +396,7 @@ impl State {
         }
     }
 
+    /// RULE I6: `interaction` objects merge key by key; I7: the latest usage.
     fn on_interaction(
         &mut self,
         map: &Map<String, Value>,
@@ -438,6 +437,7 @@ impl State {
         }
     }
 
+    /// RULE I7: a status update carries the latest status and usage.
     fn on_status(&mut self, map: &Map<String, Value>, kind: &str) {
         if self.interaction_id.is_none() {
             if let Some(id) = str_of(map, "interaction_id") {
@@ -464,6 +464,7 @@ impl State {
         }
     }
 
+    /// RULE I9: step events are routed by their index.
     fn on_step(&mut self, n: u64, kind: &str, map: &Map<String, Value>, deltas: &mut Vec<Delta>) {
         let index = match map.get("index").and_then(Value::as_u64) {
             Some(i) if i < MAX_STEP_INDEX => u32::try_from(i).unwrap_or(u32::MAX),
@@ -475,114 +476,136 @@ impl State {
                 return;
             }
         };
-        let slot = index as usize;
         match kind {
-            "step.start" => {
-                if self.steps.contains_key(&index) {
-                    self.warnings.push(Diagnostic::IxStepRestarted {
-                        event: n,
-                        step: index,
-                    });
-                    return;
-                }
-                let value = match map.get("step") {
-                    Some(Value::Object(step)) => step.clone(),
-                    _ => Map::new(),
-                };
-                let step = Step::new(value);
-                self.call_start(&step, slot, deltas);
-                self.steps.insert(index, step);
-            }
-            "step.delta" => {
-                let delta = match map.get("delta") {
-                    Some(Value::Object(d)) if d.get("type").is_some_and(Value::is_string) => d,
-                    _ => {
-                        self.warnings.push(Diagnostic::IxDeltaWithoutType {
-                            event: n,
-                            step: index,
-                        });
-                        return;
-                    }
-                };
-                let dtype = str_of(delta, "type").unwrap_or_default();
-                self.ensure_step(n, index, Some(implied_type(dtype)), deltas);
-                if let Some(Value::Object(meta)) = map.get("metadata") {
-                    if let Some(u @ Value::Object(_)) = meta.get("total_usage") {
-                        self.usage = Some(u.clone());
-                    }
-                }
-                let live = self.deltas;
-                let Some(step) = self.steps.get_mut(&index) else {
-                    return;
-                };
-                if step.stopped {
-                    self.warnings.push(Diagnostic::IxDeltaAfterStop {
-                        event: n,
-                        step: index,
-                    });
-                    return;
-                }
-                let applied = step.apply(dtype, delta, live);
-                if applied.long_path {
-                    if let Some(parser) = step.parser.as_mut() {
-                        if !parser.long_path_warned {
-                            parser.long_path_warned = true;
-                            self.warnings
-                                .push(Diagnostic::IxLongArgPath { step: index });
-                        }
-                    }
-                }
-                if let Some(problem) = applied.problem {
-                    self.warnings.push(Diagnostic::IxDeltaSkipped {
-                        event: n,
-                        step: index,
-                        reason: problem.to_owned(),
-                    });
-                }
-                if live {
-                    if let Some((text, thought)) = applied.text {
-                        deltas.push(Delta::Text {
-                            candidate: 0,
-                            index: slot,
-                            text,
-                            thought,
-                        });
-                    }
-                    for piece in applied.args {
-                        deltas.push(Delta::Arg {
-                            candidate: 0,
-                            index: slot,
-                            json_path: piece.json_path,
-                            value: piece.value,
-                        });
-                    }
-                }
-            }
+            "step.start" => self.step_start(n, index, map, deltas),
+            "step.delta" => self.step_delta(n, index, map, deltas),
+            _ => self.step_stop(n, index, map, deltas),
+        }
+    }
+
+    /// RULE I10: a step starts once.
+    fn step_start(
+        &mut self,
+        n: u64,
+        index: u32,
+        map: &Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        if self.steps.contains_key(&index) {
+            self.warnings.push(Diagnostic::IxStepRestarted {
+                event: n,
+                step: index,
+            });
+            return;
+        }
+        let value = match map.get("step") {
+            Some(Value::Object(step)) => step.clone(),
+            _ => Map::new(),
+        };
+        let step = Step::new(value);
+        self.call_start(&step, index as usize, deltas);
+        self.steps.insert(index, step);
+    }
+
+    /// RULE I12: a typed delta extends an open step.
+    fn step_delta(
+        &mut self,
+        n: u64,
+        index: u32,
+        map: &Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let delta = match map.get("delta") {
+            Some(Value::Object(d)) if d.get("type").is_some_and(Value::is_string) => d,
             _ => {
-                self.ensure_step(n, index, None, deltas);
-                if let Some(u @ Value::Object(_)) = map.get("usage") {
-                    self.usage = Some(u.clone());
-                }
-                let Some(step) = self.steps.get_mut(&index) else {
-                    return;
-                };
-                if step.stopped {
-                    return;
-                }
-                if let Some(err) = step.stop() {
-                    self.warnings.push(Diagnostic::IxBadArguments {
-                        step: index,
-                        reason: err,
-                    });
-                } else if step.is_call() && self.deltas {
-                    let rendered = step.render();
-                    deltas.push(Delta::CallEnd {
-                        candidate: 0,
-                        index: slot,
-                        call: step.call(&rendered),
-                    });
+                self.warnings.push(Diagnostic::IxDeltaWithoutType {
+                    event: n,
+                    step: index,
+                });
+                return;
+            }
+        };
+        let dtype = str_of(delta, "type").unwrap_or_default();
+        self.ensure_step(n, index, Some(implied_type(dtype)), deltas);
+        if let Some(Value::Object(meta)) = map.get("metadata") {
+            if let Some(u @ Value::Object(_)) = meta.get("total_usage") {
+                self.usage = Some(u.clone());
+            }
+        }
+        let live = self.deltas;
+        let Some(step) = self.steps.get_mut(&index) else {
+            return;
+        };
+        if step.stopped {
+            self.warnings.push(Diagnostic::IxDeltaAfterStop {
+                event: n,
+                step: index,
+            });
+            return;
+        }
+        let applied = step.apply(dtype, delta, live);
+        if applied.long_path {
+            if let Some(parser) = step.parser.as_mut() {
+                if !parser.long_path_warned {
+                    // RULE I15: said once per step.
+                    parser.long_path_warned = true;
+                    self.warnings
+                        .push(Diagnostic::IxLongArgPath { step: index });
                 }
             }
+        }
+        if let Some(problem) = applied.problem {
+            self.warnings.push(Diagnostic::IxDeltaSkipped {
+                event: n,
+                step: index,
+                reason: problem.to_owned(),
+            });
+        }
+        if live {
+            let slot = index as usize;
+            if let Some((text, thought)) = applied.text {
+                deltas.push(Delta::Text {
+                    candidate: 0,
+                    index: slot,
+                    text,
+                    thought,
+                });
+            }
+            for piece in applied.args {
+                deltas.push(Delta::Arg {
+                    candidate: 0,
+                    index: slot,
+                    json_path: piece.json_path,
+                    value: piece.value,
+                });
+            }
+        }
+    }
+
+    /// RULE I13, I16: `step.stop` parses a call's arguments.
+    fn step_stop(&mut self, n: u64, index: u32, map: &Map<String, Value>, deltas: &mut Vec<Delta>) {
+        self.ensure_step(n, index, None, deltas);
+        if let Some(u @ Value::Object(_)) = map.get("usage") {
+            self.usage = Some(u.clone());
+        }
+        let Some(step) = self.steps.get_mut(&index) else {
+            return;
+        };
+        if step.stopped {
+            return;
+        }
+        if let Some(err) = step.stop() {
+            self.warnings.push(Diagnostic::IxBadArguments {
+                step: index,
+                reason: err,
+            });
+        } else if step.is_call() && self.deltas {
+            let rendered = step.render();
+            deltas.push(Delta::CallEnd {
+                candidate: 0,
+                index: index as usize,
+                call: step.call(&rendered),
+            });
         }
     }
 

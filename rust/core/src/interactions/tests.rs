@@ -137,7 +137,7 @@ fn i14_escapes_and_surrogates_split_anywhere() {
 
 #[test]
 fn i15_live_pieces_and_paths() {
-    let (pieces, _) = args_of(&[r#"{"s":"ab"#, r#"c\u00"#, r#"e9","a":[1,"#, r#""","x"]}"#]);
+    let (pieces, _) = args_of(&[r#"{"s":"ab"#, r"c\u00", r#"e9","a":[1,"#, r#""","x"]}"#]);
     assert_eq!(
         pieces,
         vec![
@@ -161,7 +161,7 @@ fn i16_invalid_arguments_name_the_character() {
             "arguments are not valid JSON at character 6: unexpected character \"1\"",
         ),
         (
-            r#"[1]"#,
+            r"[1]",
             "arguments are not valid JSON at character 0: arguments are not a JSON object",
         ),
         (
