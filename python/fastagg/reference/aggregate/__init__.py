@@ -88,13 +88,17 @@ class _TurnState:
         self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C14)
 
     def apply(self, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
-        """Fold event payload number ``i`` into the state (E1-E3, E7, E8)."""
+        """Fold event payload number ``i`` into the state (E1-E3, E7, E8).
+
+        RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
+        """
         error = event.get("error")
         if error is not None:  # E1, E8
             self.error = error
             if deltas is not None:
                 deltas.append(StreamError(_render_json(error)))
             return
+        # RULE E2: a payload without candidates is normal (metadata-only chunks).
         candidates = event.get("candidates")
         if isinstance(candidates, list):
             for j, candidate in enumerate(candidates):

@@ -48,6 +48,7 @@ def _function_call(
     partial_args = fc.get("partialArgs")
     # C1 by key presence. A partialArgs of the wrong type still marks the
     # streaming feature, so such a part is never replayed as it came.
+    # RULE C3: a streamed chunk, as opposed to a complete call (C1).
     streamed = (
         (partial_args is not None and partial_args != [])
         or "willContinue" in fc
@@ -62,6 +63,7 @@ def _function_call(
             state.shape(i, where, "a list")
         partial_args = []
 
+    # RULE C7: the id is the model's or absent, never invented.
     call_id = fc.get("id") if isinstance(fc.get("id"), str) else None
     name = fc.get("name") if isinstance(fc.get("name"), str) else None
     call = _route(cand, call_id, name, partial_args, state.max_array_index)
@@ -153,6 +155,7 @@ def _name_and_signature(
             )
     if signature is not None:
         if call.signature is None:
+            # RULE P5: the signature stays exactly as received, on its call.
             call.signature = signature
         elif not _same_json(call.signature, signature):
             state.warnings.append(_diagnostic("signature_changed", candidate=c, part=k))

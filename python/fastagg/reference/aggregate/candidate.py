@@ -52,6 +52,7 @@ def _candidate(
     elif type(index) is not int or not 0 <= index < 2**31:
         state.shape(i, f"candidates[{j}].index", "a non-negative integer below 2^31")
         return
+    # RULE E11: found by index in O(1) whatever the arrival order.
     cand = state.candidates.get(index)
     if cand is None:
         cand = state.candidates[index] = _CandidateState(index)

@@ -70,7 +70,7 @@ def _citations(state: _TurnState, cand: _CandidateState, value: JSONValue, i: in
             entries = kept[key] = []
             seen = cand.citation_seen[key] = set()
         for entry in item:
-            identity = _json_identity(entry)
+            identity = _json_identity(entry)  # E9a: an exact duplicate is found in O(1)
             if identity not in seen:
                 seen.add(identity)
                 entries.append(entry)

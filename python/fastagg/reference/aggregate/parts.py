@@ -51,6 +51,7 @@ def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> 
         cand.slots.append(_KeptPart(part))
         return
     thought = part.get("thought", False)
+    # RULE P8: `text` (a string) and optionally `thought` (a boolean), nothing else.
     if len(part) == 1 or (len(part) == 2 and "thought" in part and isinstance(thought, bool)):
         if not text:
             return  # P2

@@ -290,6 +290,7 @@ class AggregatedResponse:
     @property
     def complete(self) -> bool:
         """Candidate 0 has a finish reason and no error was recorded (E6)."""
+        # RULE E6: candidate 0 finished and no error was recorded.
         return self._error is None and self.finish_reason is not None
 
     @property

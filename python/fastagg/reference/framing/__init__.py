@@ -1,4 +1,4 @@
-"""Raw body bytes -> frames (event payloads, framing warnings), F1-F15.
+"""Raw body bytes -> frames (event payloads, framing warnings), F1-F7, F9-F15.
 
 ``_BodyFramer`` detects the framing (F1) and hands the bytes to the SSE
 (``sse``) or the JSON-array (``array``) framer; ``decoder`` is the generic

@@ -133,6 +133,7 @@ class _ArrayFramer:
                     e.depth += 1
                 else:
                     e.depth -= 1
+                    # RULE F12a: an object or array element goes out at its closing bracket.
                     if e.depth == 0 and e.container:
                         e.add(data[start:i])
                         self._finish_element(out)

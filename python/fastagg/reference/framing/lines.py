@@ -95,7 +95,7 @@ class _LineSplitter:
 
 
 class _Buffer:
-    """The bytes of one event, kept only while they fit in ``limit`` (F11)."""
+    """The bytes of one event, kept only while they fit in ``limit`` (F11, F17)."""
 
     __slots__ = ("limit", "over", "pieces", "size")
 

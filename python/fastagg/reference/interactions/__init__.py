@@ -259,6 +259,7 @@ class InteractionsAggregator:
         self._apply(self._next_index(), event, name, deltas)
 
     def _apply(self, n: int, event: JSONObject, name: str | None, deltas: list[Delta]) -> None:
+        """One event (I5-I13): by its ``event_type``, else its SSE event name."""
         event_id = _str(event, "event_id")
         if event_id is not None:
             self._last_event_id = event_id
@@ -274,6 +275,7 @@ class InteractionsAggregator:
             if usage is not None:
                 self._usage = usage
         elif kind == "error":
+            # RULE I8: the latest error is kept, complete cleared; later events still apply.
             error = event.get("error")
             if error is None:
                 error = event
@@ -290,6 +292,7 @@ class InteractionsAggregator:
                 )
 
     def _on_interaction(self, event: JSONObject, completed: bool, deltas: list[Delta]) -> None:
+        """RULE I6: `interaction` objects merge key by key; I7: the latest usage."""
         status: str | None = None
         obj = event.get("interaction")
         if isinstance(obj, dict):
@@ -311,6 +314,7 @@ class InteractionsAggregator:
                 deltas.append(Finish(0, status))
 
     def _on_status(self, event: JSONObject, from_name: str | None) -> None:
+        """RULE I7: a status update carries the latest status and usage."""
         if self._interaction_id is None and _str(event, "interaction_id") is not None:
             self._interaction_id = _str(event, "interaction_id")
         obj = event.get("interaction")

@@ -166,6 +166,7 @@ class _Steps:
             self._warnings.append(_diagnostic("ix_step_index_invalid", event=n, event_type=kind))
             return None
         if kind == "step.start":
+            # RULE I10: a step starts once.
             if index in self._by_index:
                 self._warnings.append(_diagnostic("ix_step_restarted", event=n, step=index))
                 return None
