@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fastagg.errors import MalformedStreamError
-from streams import as_json
+from streams import as_json, sse
 
 VECTORS = Path(__file__).resolve().parent.parent / "vectors"
 
@@ -31,25 +31,17 @@ CASES = load()
 
 
 def body_of(vector: dict[str, Any]) -> bytes:
-    """``data: <payload>\\r\\n\\r\\n`` per event (strings verbatim), or the exact body."""
+    """``data: <payload>\r\n\r\n`` per event (strings verbatim), or the exact body."""
     if "events" in vector:
-        return b"".join(
-            b"data: "
-            + (
-                e.encode()
-                if isinstance(e, str)
-                else json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode()
-            )
-            + b"\r\n\r\n"
-            for e in vector["events"]
-        )
+        return sse(*(e.encode() if isinstance(e, str) else e for e in vector["events"]))
     if "body" in vector:
         return str(vector["body"]).encode()
     return bytes.fromhex(vector["body_hex"])
 
 
-def chunkings(body: bytes) -> Iterator[tuple[str, Sequence[bytes]]]:
-    """Whole; every two-piece split (up to 512 bytes); byte by byte (up to 4096); 7-byte pieces."""
+def vector_chunkings(body: bytes) -> Iterator[tuple[str, Sequence[bytes]]]:
+    """rust/core/tests/vectors.rs's chunkings: whole; every two-piece split (up to 512
+    bytes); byte by byte (up to 4096 bytes); 7-byte pieces."""
     yield "whole", [body]
     if len(body) <= 512:
         for cut in range(1, len(body)):
@@ -101,7 +93,7 @@ def test_vectors_hold_on_both_implementations_under_every_chunking(
 ) -> None:
     body, options = body_of(vector), vector.get("options", {})
     failures = []
-    for how, pieces in chunkings(body):
+    for how, pieces in vector_chunkings(body):
         seen = observe(impl, interactions, options, pieces)
         for key, want in vector["expect"].items():
             # As JSON text: key order and 1 versus 1.0 matter.

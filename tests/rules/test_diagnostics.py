@@ -1,8 +1,9 @@
-"""The twin's structured diagnostics (spec/diagnostics.md X2-X5): every warning of
-``fastagg.reference`` is a ``Diagnostic`` rendered from the shared catalog."""
+"""Structured diagnostics (spec/diagnostics.md X2-X5): the twin's renderer of the shared
+catalog, and the diagnostics of results and errors with exact values on both implementations."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -54,8 +55,8 @@ def test_x2_twin_optional_group_rendered_only_when_its_field_is_not_null() -> No
     )
 
 
-def test_x3_twin_result_diagnostics_in_order_and_warnings_are_their_messages() -> None:
-    agg = reference.StreamAggregator(strict=False)
+def test_x3_result_diagnostics_in_order_and_warnings_are_their_messages(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator(strict=False)
     agg.feed(
         sse(
             chunk(fc(args={"a": 1})),
@@ -116,8 +117,8 @@ def test_x3_twin_result_diagnostics_in_order_and_warnings_are_their_messages() -
     assert result.warnings == [d.message for d in result.diagnostics]
 
 
-def test_x3_twin_d7_bound_closes_the_list_with_warnings_dropped() -> None:
-    agg = reference.StreamAggregator()
+def test_x3_d7_bound_closes_the_list_with_warnings_dropped(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
     agg.feed(sse(*({"candidates": 1} for _ in range(1003))))
     diagnostics = agg.close().diagnostics
     assert len(diagnostics) == 1001
@@ -130,8 +131,8 @@ def test_x3_twin_d7_bound_closes_the_list_with_warnings_dropped() -> None:
     }
 
 
-def test_x4_twin_error_carries_its_diagnostic_and_its_text_has_no_rule_prefix() -> None:
-    agg = reference.StreamAggregator()
+def test_x4_error_carries_its_diagnostic_and_its_text_has_no_rule_prefix(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
     with pytest.raises(MalformedStreamError) as info:
         agg.feed(b"data: [1]\n\ndata: \xff\n\n")
     err = info.value
@@ -154,17 +155,17 @@ def test_x4_twin_error_carries_its_diagnostic_and_its_text_has_no_rule_prefix() 
     assert [str(e) for e in err.errors] == [d.message[4:] for d in err.diagnostics]
 
 
-def test_x4_twin_lenient_error_goes_to_the_result_as_the_same_diagnostic() -> None:
+def test_x4_lenient_error_goes_to_the_result_as_the_same_diagnostic(impl: ModuleType) -> None:
     body = b"data: [1]\n\n"
     with pytest.raises(MalformedStreamError) as info:
-        reference.StreamAggregator().feed(body)
-    lenient = reference.StreamAggregator(strict=False)
+        impl.StreamAggregator().feed(body)
+    lenient = impl.StreamAggregator(strict=False)
     lenient.feed(body)
     assert lenient.close().diagnostics == info.value.diagnostics
 
 
-def test_x3_twin_interactions_result_carries_diagnostics() -> None:
-    agg = reference.StreamAggregator(api="interactions")
+def test_x3_interactions_result_carries_diagnostics(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator(api="interactions")
     agg.feed(b'event: step.start\ndata: {"event_type":"step.start","index":0,"step":{}}\n\n')
     result = agg.close()
     assert dicts(result.diagnostics) == [
