@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Final, Literal
+
 from ..diagnostics import Diagnostic
 from ..errors import MalformedStreamError
 from .diagnostics import _diagnostic, _text
 
-INVALID_JSON = "invalid-json"
-INVALID_UTF8 = "invalid-utf8"
-EVENT_TOO_LARGE = "event-too-large"
-_NOT_AN_OBJECT = "not-an-object"  # reported with kind "invalid-json"
+# What is wrong with a payload; MalformedStreamError.kind is one of the first three.
+Problem = Literal["invalid-json", "invalid-utf8", "event-too-large", "not-an-object"]
+INVALID_JSON: Final = "invalid-json"
+INVALID_UTF8: Final = "invalid-utf8"
+EVENT_TOO_LARGE: Final = "event-too-large"
+_NOT_AN_OBJECT: Final = "not-an-object"  # reported with kind "invalid-json"
 # The catalog code of each problem; the Interactions API's codes have the prefix "ix_".
-_CODES = {
+_CODES: dict[Problem, str] = {
     INVALID_JSON: "invalid_json",
     _NOT_AN_OBJECT: "not_an_object",
     INVALID_UTF8: "invalid_utf8",
@@ -20,7 +24,7 @@ _CODES = {
 
 
 def _bad_payload(
-    problem: str, index: int, offset: int, limit: int, *, interactions: bool = False
+    problem: Problem, index: int, offset: int, limit: int, *, interactions: bool = False
 ) -> Diagnostic:
     """The diagnostic of a bad payload (F8, F10; I4 with ``interactions``)."""
     code = ("ix_" if interactions else "") + _CODES[problem]

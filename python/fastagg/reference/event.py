@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 
 from .._json import JSONObject
-from .error import _NOT_AN_OBJECT, EVENT_TOO_LARGE, INVALID_JSON, INVALID_UTF8
+from .error import _NOT_AN_OBJECT, EVENT_TOO_LARGE, INVALID_JSON, INVALID_UTF8, Problem
 
 
-def _parse_payload(payload: bytes, limit: int) -> JSONObject | str:
+def _parse_payload(payload: bytes, limit: int) -> JSONObject | Problem:
     """The event of a usable payload, else the problem (``INVALID_JSON`` ...).
 
     The checks run in the order of F10: size, UTF-8, JSON, object. orjson

@@ -18,7 +18,7 @@ from ..._json import JSONObject, JSONValue
 from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..diagnostics import _diagnostic
-from ..error import EVENT_TOO_LARGE, _bad_payload, _malformed
+from ..error import EVENT_TOO_LARGE, Problem, _bad_payload, _malformed
 from ..event import _parse_payload
 from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
 from ..framing.lines import _as_bytes
@@ -330,7 +330,9 @@ class StreamAggregator:
         self._events_seen += 1
         self._state.apply(event, index, deltas if self._deltas else None)
 
-    def _reject(self, problem: str, offset: int, errors: list[MalformedStreamError] | None) -> None:
+    def _reject(
+        self, problem: Problem, offset: int, errors: list[MalformedStreamError] | None
+    ) -> None:
         """A bad payload still counts as an event (F9); strict mode raises later (F10)."""
         index = self._events_seen
         self._events_seen += 1

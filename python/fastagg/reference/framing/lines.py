@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ...diagnostics import Diagnostic
@@ -24,17 +24,18 @@ _STRING_SPECIAL = re.compile(rb'["\\]')
 
 
 # Frame kinds. "unterminated" and "incomplete" only come from close() (F14).
-PAYLOAD = "payload"
-TOO_LARGE = "too-large"
-WARNING = "warning"
-UNTERMINATED = "unterminated"
-INCOMPLETE = "incomplete"
+FrameKind = Literal["payload", "too-large", "warning", "unterminated", "incomplete"]
+PAYLOAD: Final = "payload"
+TOO_LARGE: Final = "too-large"
+WARNING: Final = "warning"
+UNTERMINATED: Final = "unterminated"
+INCOMPLETE: Final = "incomplete"
 
 
 class Frame(NamedTuple):
     """What the framer hands to the aggregator."""
 
-    kind: str
+    kind: FrameKind
     offset: int
     data: bytes | Diagnostic | None = None  # payload bytes, or a framing warning
 

@@ -19,7 +19,7 @@ from ...errors import AggregatorClosed, MalformedStreamError
 from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
 from ..aggregate.response import Delta, Finish, StreamError
 from ..diagnostics import _diagnostic
-from ..error import _bad_payload, _malformed
+from ..error import Problem, _bad_payload, _malformed
 from ..event import _parse_payload
 from ..framing.lines import _as_bytes
 from .framing import _AFTER_DONE, _PAYLOAD, _TOO_LARGE, _UNTERMINATED, _Frame, _Framer
@@ -217,7 +217,7 @@ class InteractionsAggregator:
         self._events_seen += 1
         return n
 
-    def _report(self, problem: str, offset: int, errors: list[MalformedStreamError]) -> None:
+    def _report(self, problem: Problem, offset: int, errors: list[MalformedStreamError]) -> None:
         n = self._next_index()
         diagnostic = _bad_payload(problem, n, offset, self._max, interactions=True)
         if self._strict:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Final, Literal
+
 from ..framing.lines import _BOM, _LINE_END
 
 _FIELD_ROOM = 16  # room for a field name and its colon beyond max_event_bytes
-_PAYLOAD, _TOO_LARGE, _DONE, _AFTER_DONE, _UNTERMINATED = (
-    "payload",
-    "too-large",
-    "done",
-    "after-done",
-    "unterminated",
-)
-_Frame = tuple[str, int, bytes, "str | None"]
+_FrameKind = Literal["payload", "too-large", "done", "after-done", "unterminated"]
+_PAYLOAD: Final = "payload"
+_TOO_LARGE: Final = "too-large"
+_DONE: Final = "done"
+_AFTER_DONE: Final = "after-done"
+_UNTERMINATED: Final = "unterminated"
+# (kind, offset, data, SSE event name)
+_Frame = tuple[_FrameKind, int, bytes, str | None]
 
 
 def _is_blank(data: bytes | bytearray) -> bool:
