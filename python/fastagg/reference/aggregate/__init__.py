@@ -21,7 +21,7 @@ from ..diagnostics import _diagnostic
 from ..error import EVENT_TOO_LARGE, Problem, _bad_payload, _malformed
 from ..event import _parse_payload
 from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
-from ..framing.lines import _as_bytes
+from ..framing.lines import _as_bytes, _payload_bytes
 from .calls import _close_open_calls
 from .candidate import _candidate, _CandidateState, _render_candidate
 from .merge import _merge_usage, _set_top_level
@@ -207,11 +207,7 @@ class StreamAggregator:
     def feed_event(self, payload: bytes | str) -> list[Delta]:
         """Process one complete event payload (a ``GenerateContentResponse`` JSON)."""
         self._check_open()
-        data = (
-            payload.encode("utf-8", "surrogatepass")
-            if isinstance(payload, str)
-            else _as_bytes(payload)
-        )
+        data = _payload_bytes(payload)
         offset = self._bytes_seen
         self._bytes_seen += len(data)
         deltas: list[Delta] = []

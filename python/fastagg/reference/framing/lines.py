@@ -164,3 +164,10 @@ def _as_bytes(data: object) -> bytes:
     if isinstance(data, (bytearray, memoryview)):
         return bytes(data)
     raise TypeError(f"expected bytes, bytearray or memoryview, got {type(data).__name__}")
+
+
+def _payload_bytes(payload: object) -> bytes:
+    """A ``feed_event()`` payload as bytes: a str is UTF-8 (a lone surrogate stays, to be refused)."""
+    return (
+        payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else _as_bytes(payload)
+    )

@@ -21,7 +21,7 @@ from ..aggregate.response import Delta, Finish, StreamError
 from ..diagnostics import _diagnostic
 from ..error import Problem, _bad_payload, _malformed
 from ..event import _parse_payload
-from ..framing.lines import _as_bytes
+from ..framing.lines import _as_bytes, _payload_bytes
 from .framing import _AFTER_DONE, _PAYLOAD, _TOO_LARGE, _UNTERMINATED, _Frame, _Framer
 from .steps import _deep_copy, _Steps
 
@@ -139,11 +139,7 @@ class InteractionsAggregator:
     def feed_event(self, payload: bytes | str) -> list[Delta]:
         """Process one data payload (its SSE event name unknown)."""
         self._check_open()
-        data = (
-            payload.encode("utf-8", "surrogatepass")
-            if isinstance(payload, str)
-            else _as_bytes(payload)
-        )
+        data = _payload_bytes(payload)
         offset = self._bytes_seen
         self._bytes_seen += len(data)
         deltas: list[Delta] = []
