@@ -9,6 +9,7 @@ framing (I2-I4), the argument parser ``args`` (I14-I17), ``steps``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -28,38 +29,46 @@ from .steps import _deep_copy, _Steps
 __all__ = ["InteractionResponse", "InteractionsAggregator"]
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class InteractionResponse:
     """The aggregated interaction (read-only, I18)."""
 
-    def __init__(self, **fields: Any) -> None:
-        self._fields = fields
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["_fields"][name]
-        except KeyError:
-            raise AttributeError(name) from None
+    steps: list[JSONObject]
+    function_calls: list[JSONObject]
+    interaction_id: str | None
+    status: str | None
+    last_event_id: str | None
+    continuation_token: str | None
+    interaction: JSONObject
+    usage: JSONValue
+    error: JSONValue
+    complete: bool
+    done: bool
+    truncated: bool
+    diagnostics: tuple[Diagnostic, ...]
+    warnings: list[str]
+    unfinished_calls: list[int]
+    text: str
+    thought_text: str
 
     def __repr__(self) -> str:
-        f = self._fields
         return (
-            f"InteractionResponse(id={f['interaction_id']!r}, status={f['status']!r}, "
-            f"steps={len(f['steps'])}, text={f['text'][:60]!r})"
+            f"InteractionResponse(id={self.interaction_id!r}, status={self.status!r}, "
+            f"steps={len(self.steps)}, text={self.text[:60]!r})"
         )
 
     def to_dict(self) -> JSONObject:
         """``{"id"?, "status"?, "steps", "usage"?, "error"?}`` (fresh objects)."""
         out: JSONObject = {}
-        f = self._fields
-        if f["interaction_id"] is not None:
-            out["id"] = f["interaction_id"]
-        if f["status"] is not None:
-            out["status"] = f["status"]
-        out["steps"] = _deep_copy(f["steps"])
-        if f["usage"] is not None:
-            out["usage"] = _deep_copy(f["usage"])
-        if f["error"] is not None:
-            out["error"] = _deep_copy(f["error"])
+        if self.interaction_id is not None:
+            out["id"] = self.interaction_id
+        if self.status is not None:
+            out["status"] = self.status
+        out["steps"] = _deep_copy(self.steps)
+        if self.usage is not None:
+            out["usage"] = _deep_copy(self.usage)
+        if self.error is not None:
+            out["error"] = _deep_copy(self.error)
         return out
 
     def to_json(self) -> bytes:
