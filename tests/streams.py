@@ -1,10 +1,12 @@
-"""Helpers to turn GenerateContentResponse dicts into wire bytes and to compare results."""
+"""Helpers to turn GenerateContentResponse dicts into wire bytes, to run an aggregator on them,
+and to compare results (shared by the rule tests in tests/rules/ and the differential tests)."""
 
 from __future__ import annotations
 
 import json
 import random
 from collections.abc import Iterable, Iterator, Sequence
+from types import ModuleType
 from typing import Any
 
 
@@ -44,6 +46,22 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def diagnostics_view(diagnostics: Any) -> str:
+    """Diagnostics field by field (X3-X5), as JSON text so that 1 and 1.0 differ."""
+    return as_json([d.as_dict() for d in diagnostics])
+
+
+def error_view(error: Any) -> tuple[Any, ...]:
+    """A MalformedStreamError with its diagnostic field by field (X4)."""
+    return (
+        error.kind,
+        error.offset,
+        error.event_index,
+        str(error),
+        diagnostics_view([error.diagnostic]),
+    )
+
+
 def result_view(result: Any) -> dict[str, Any]:
     """Every public field of an AggregatedResponse, as comparable plain data."""
     return {
@@ -64,6 +82,7 @@ def result_view(result: Any) -> dict[str, Any]:
         "complete": result.complete,
         "truncated": result.truncated,
         "warnings": list(result.warnings),
+        "diagnostics": diagnostics_view(result.diagnostics),
         "candidates": [
             (
                 c.index,
@@ -79,3 +98,76 @@ def result_view(result: Any) -> dict[str, Any]:
             for c in result.candidates
         ],
     }
+
+
+# --- building and running streams in the rule tests ---
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def sse(*events: Any, eol: bytes = b"\r\n") -> bytes:
+    """Frame payloads (dicts or raw bytes) as SSE ``data:`` events."""
+    out = b""
+    for event in events:
+        payload = event if isinstance(event, bytes) else dumps(event)
+        out += b"data: " + payload + eol + eol
+    return out
+
+
+def chunk(
+    *parts: Any, finish: str | None = None, index: int | None = None, **top: Any
+) -> dict[str, Any]:
+    """A GenerateContentResponse with one candidate holding ``parts``."""
+    cand: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
+    if finish is not None:
+        cand["finishReason"] = finish
+    if index is not None:
+        cand["index"] = index
+    return {"candidates": [cand], **top}
+
+
+def fc(part_extra: dict[str, Any] | None = None, **call: Any) -> dict[str, Any]:
+    """A functionCall part."""
+    return {"functionCall": call, **(part_extra or {})}
+
+
+def pa(path: Any, **value: Any) -> dict[str, Any]:
+    """A partial arg."""
+    return {"jsonPath": path, **value}
+
+
+def run(impl: ModuleType, data: bytes, **kwargs: Any) -> Any:
+    agg = impl.StreamAggregator(**kwargs)
+    agg.feed(data)
+    return agg.close()
+
+
+def run_chunks(impl: ModuleType, *chunks: dict[str, Any], **kwargs: Any) -> tuple[Any, list[Any]]:
+    """Feed chunks as one SSE body; return the closed result and the deltas."""
+    agg = impl.StreamAggregator(**kwargs)
+    deltas = agg.feed(sse(*chunks))
+    return agg.close(), deltas
+
+
+def view(result: Any) -> tuple[bytes, list[str], bool, bool]:
+    """What two results must agree on."""
+    return result.to_json(), result.warnings, result.truncated, result.complete
+
+
+def feed_in_pieces(impl: ModuleType, data: bytes, size: int, **kwargs: Any) -> Any:
+    agg = impl.StreamAggregator(**kwargs)
+    for i in range(0, len(data), size):
+        agg.feed(data[i : i + size])
+    return agg.close()
+
+
+HELLO = chunk({"text": "Hello"})
+
+
+WORLD = chunk({"text": " world"}, finish="STOP")
+
+
+def c16(index: int, length: int) -> str:
+    return f"array index {index} is more than 8 past the end of an array of {length} (C16)"

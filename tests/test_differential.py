@@ -1,7 +1,7 @@
 """Differential property tests: the Rust aggregator and the pure-Python
 reference, fed the same random realistic streams under random byte splits,
-give identical deltas, results, warnings and errors; each is split-invariant
-(F7)."""
+give identical deltas, results, warnings and errors, and the same diagnostics
+field by field (spec/diagnostics.md X3, X4); each is split-invariant (F7)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import fastagg._fastagg as rust
 import fastagg.reference as reference
 from fastagg.errors import MalformedStreamError
-from streams import delta_tuple, result_view
+from streams import delta_tuple, error_view, result_view
 
 EXAMPLES = int(os.environ.get("FASTAGG_DIFF_EXAMPLES", "2000"))
 
@@ -241,7 +241,7 @@ def run(
             outcomes.append(
                 (
                     "error",
-                    [(e.kind, e.offset, e.event_index, str(e)) for e in err.errors],
+                    [error_view(e) for e in err.errors],
                     [delta_tuple(d) for d in err.deltas],
                 )
             )

@@ -23,6 +23,7 @@ from ._fastagg import (
     TextDelta,
 )
 from ._version import __version__ as __version__
+from .diagnostics import Diagnostic
 from .errors import (
     AggregatorClosed,
     FastaggError,
@@ -109,6 +110,7 @@ __all__ = [
     "CallStart",
     "Candidate",
     "Delta",
+    "Diagnostic",
     "FastaggError",
     "Finish",
     "GeminiClient",

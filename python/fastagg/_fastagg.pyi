@@ -9,6 +9,8 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar, final, overload
 from google.genai.types import GenerateContentResponse
 from typing_extensions import Self
 
+from .diagnostics import Diagnostic
+
 __all__ = [
     "AggregatedResponse",
     "ArgDelta",
@@ -177,6 +179,9 @@ class AggregatedResponse:
     @property
     def warnings(self) -> list[str]:
         """Non-fatal anomalies, in order (their texts: ``spec/aggregation.md``)."""
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3)."""
     def to_dict(self) -> dict[str, Any]:
         """A GenerateContentResponse-shaped dict of the aggregate (fresh objects)."""
     def to_json(self) -> bytes:
@@ -231,6 +236,9 @@ class InteractionResponse:
     @property
     def warnings(self) -> list[str]:
         """Non-fatal anomalies, in order (texts: spec/interactions.md)."""
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3)."""
     @property
     def unfinished_calls(self) -> list[int]:
         """Step indexes of calls the model did not finish or whose arguments did not parse."""

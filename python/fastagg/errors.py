@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._json import JSONObject
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
 
 ProviderErrorKind = Literal[
     "http", "in-stream", "connection", "no-finish-reason", "malformed", "timeout", "history"
@@ -24,7 +27,8 @@ class MalformedStreamError(FastaggError, ValueError):
     its 0-based index among dispatched payloads. The bad event was skipped and
     the aggregator is still usable. ``deltas`` holds every delta that the same
     ``feed()`` call produced from good events; ``errors`` every error of that
-    call (this one first).
+    call (this one first). ``diagnostic`` is the payload's diagnostic (the F8 or
+    I4 entry of spec/diagnostics.json); ``diagnostics`` those of ``errors`` (X4).
     """
 
     def __init__(
@@ -35,6 +39,8 @@ class MalformedStreamError(FastaggError, ValueError):
         event_index: int,
         deltas: list[Any] | None = None,
         errors: list[MalformedStreamError] | None = None,
+        *,
+        diagnostic: Diagnostic | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -42,6 +48,12 @@ class MalformedStreamError(FastaggError, ValueError):
         self.event_index = event_index
         self.deltas: list[Any] = [] if deltas is None else deltas
         self.errors: list[MalformedStreamError] = [self] if errors is None else errors
+        self.diagnostic = diagnostic
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """X4: the diagnostics of ``errors``, in order."""
+        return tuple(e.diagnostic for e in self.errors if e.diagnostic is not None)
 
 
 class AggregatorClosed(FastaggError, RuntimeError):

@@ -1,6 +1,9 @@
-//! Errors for bad payloads (aggregation.md F8, F10) and the shared message texts.
+//! Errors for bad payloads (aggregation.md F8, F10); their texts are the
+//! catalog's (X4).
 
 use std::fmt;
+
+use crate::diagnostics::Diagnostic;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -26,64 +29,60 @@ pub struct MalformedStream {
     pub kind: ErrorKind,
     pub offset: u64,
     pub event_index: u64,
-    pub message: String,
+    /// X4: the F8 (or I4) diagnostic; with `strict=False` it is the warning.
+    pub diagnostic: Diagnostic,
 }
 
 impl MalformedStream {
+    /// X4: the diagnostic's text without its rule.
     #[must_use]
-    pub fn invalid_json(offset: u64, event_index: u64) -> Self {
-        Self {
-            kind: ErrorKind::InvalidJson,
-            offset,
-            event_index,
-            message: format!(
-                "event {event_index} at byte {offset} is not valid JSON; it was skipped \
-                 (is this the body of a streamGenerateContent response?)"
-            ),
-        }
+    pub fn message(&self) -> String {
+        self.diagnostic.text()
     }
 
     #[must_use]
-    pub fn not_an_object(offset: u64, event_index: u64) -> Self {
-        Self {
-            kind: ErrorKind::InvalidJson,
-            offset,
-            event_index,
-            message: format!(
-                "event {event_index} at byte {offset} is JSON but not an object; it was skipped"
-            ),
-        }
+    pub fn invalid_json(offset: u64, event: u64) -> Self {
+        let diagnostic = Diagnostic::InvalidJson { event, offset };
+        Self::new(ErrorKind::InvalidJson, offset, event, diagnostic)
     }
 
     #[must_use]
-    pub fn invalid_utf8(offset: u64, event_index: u64) -> Self {
-        Self {
-            kind: ErrorKind::InvalidUtf8,
-            offset,
-            event_index,
-            message: format!(
-                "event {event_index} at byte {offset} is not valid UTF-8; it was skipped"
-            ),
-        }
+    pub fn not_an_object(offset: u64, event: u64) -> Self {
+        let diagnostic = Diagnostic::NotAnObject { event, offset };
+        Self::new(ErrorKind::InvalidJson, offset, event, diagnostic)
     }
 
     #[must_use]
-    pub fn too_large(offset: u64, event_index: u64, max: usize) -> Self {
+    pub fn invalid_utf8(offset: u64, event: u64) -> Self {
+        let diagnostic = Diagnostic::InvalidUtf8 { event, offset };
+        Self::new(ErrorKind::InvalidUtf8, offset, event, diagnostic)
+    }
+
+    #[must_use]
+    pub fn too_large(offset: u64, event: u64, max: usize) -> Self {
+        let limit = max as u64;
+        let diagnostic = Diagnostic::EventTooLarge {
+            event,
+            offset,
+            limit,
+        };
+        Self::new(ErrorKind::EventTooLarge, offset, event, diagnostic)
+    }
+
+    #[must_use]
+    pub fn new(kind: ErrorKind, offset: u64, event_index: u64, diagnostic: Diagnostic) -> Self {
         Self {
-            kind: ErrorKind::EventTooLarge,
+            kind,
             offset,
             event_index,
-            message: format!(
-                "event {event_index} at byte {offset} is larger than max_event_bytes ({max}); \
-                 it was skipped (raise max_event_bytes if such events are expected)"
-            ),
+            diagnostic,
         }
     }
 }
 
 impl fmt::Display for MalformedStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message())
     }
 }
 

@@ -69,7 +69,11 @@ pub struct Fields<'a>(pub Vec<(Cow<'a, str>, Value)>);
 /// or any other object, kept with its keys in order.
 #[derive(Debug)]
 pub enum PartIn<'a> {
-    Plain { text: Cow<'a, str>, thought: bool },
+    /// RULE P8: `text` (a string) and optionally `thought` (a boolean), nothing else.
+    Plain {
+        text: Cow<'a, str>,
+        thought: bool,
+    },
     Object(Map<String, Value>),
 }
 
@@ -89,10 +93,7 @@ pub fn parse_event(data: &[u8]) -> Result<EventIn<'_>, ParseError> {
     let first = Top::deserialize(&mut de).and_then(|top| de.end().map(|()| top));
     let top = match first {
         Ok(top) => top,
-        Err(e)
-            if e.to_string().starts_with("recursion limit exceeded")
-                && nesting_depth(data) <= MAX_JSON_DEPTH =>
-        {
+        Err(e) if needs_deep_parse(&e, data) => {
             // Deep documents are rare: parse again without serde_json's
             // limit, growing the stack on the heap as needed.
             let mut de = serde_json::Deserializer::from_slice(data);
@@ -121,12 +122,23 @@ fn classify(data: &[u8]) -> ParseError {
 }
 
 /// Reads an already parsed payload object (`feed_chunk`).
+#[must_use]
 pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
     match Top::deserialize(Value::Object(map)) {
         Ok(Top::Event(event)) => *event,
         // An object always reads as an event; nothing else can happen.
         _ => EventIn::default(),
     }
+}
+
+/// `serde_json` refuses documents nested deeper than this.
+const SERDE_DEPTH_LIMIT: usize = 128;
+
+/// F10: a parse that failed may have hit `serde_json`'s nesting limit, below
+/// orjson's: decided from the error's category and the document's depth,
+/// never from the error's text (another crate's wording is not an interface).
+pub(crate) fn needs_deep_parse(err: &serde_json::Error, data: &[u8]) -> bool {
+    err.is_syntax() && (SERDE_DEPTH_LIMIT..=MAX_JSON_DEPTH).contains(&nesting_depth(data))
 }
 
 /// The deepest nesting of arrays and objects outside strings.
@@ -305,15 +317,14 @@ impl<'de> FromMap<'de> for PartIn<'de> {
                 _ => {}
             }
         }
-        Ok(match text {
-            Some(text) => PartIn::Plain { text, thought },
-            None => {
-                let mut object = Map::new();
-                if has_thought {
-                    object.insert("thought".into(), Value::Bool(thought));
-                }
-                PartIn::Object(object)
+        Ok(if let Some(text) = text {
+            PartIn::Plain { text, thought }
+        } else {
+            let mut object = Map::new();
+            if has_thought {
+                object.insert("thought".into(), Value::Bool(thought));
             }
+            PartIn::Object(object)
         })
     }
 }
@@ -534,5 +545,35 @@ where
             scalars_are_other!();
         }
         d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f10_nesting_around_serde_jsons_own_limit_parses() {
+        for depth in 120..=136 {
+            let doc = format!("{{\"a\":{}1{}}}", "[".repeat(depth), "]".repeat(depth));
+            assert!(parse_event(doc.as_bytes()).is_ok(), "depth {depth}");
+        }
+    }
+
+    #[test]
+    fn f10_nesting_up_to_1024_levels_parses() {
+        let ok = format!("{{\"a\":{}1{}}}", "[".repeat(1023), "]".repeat(1023));
+        assert!(parse_event(ok.as_bytes()).is_ok());
+        let too_deep = format!("{{\"a\":{}1{}}}", "[".repeat(1024), "]".repeat(1024));
+        assert_eq!(
+            parse_event(too_deep.as_bytes()).err(),
+            Some(ParseError::InvalidJson)
+        );
+        assert_eq!(parse_event(b"[1]").err(), Some(ParseError::NotAnObject));
+        assert_eq!(parse_event(b"{} x").err(), Some(ParseError::InvalidJson));
+        assert_eq!(
+            parse_event(b"{\"a\": \"\xff\"}").err(),
+            Some(ParseError::InvalidUtf8)
+        );
     }
 }

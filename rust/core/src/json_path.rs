@@ -145,6 +145,7 @@ fn read_hex4(chars: &mut std::str::CharIndices<'_>) -> Result<u32, PathError> {
 }
 
 /// True when `segments` resolve to an existing value (null included) in `args` (C10).
+#[must_use]
 pub fn holds_value(args: &Map<String, Value>, segments: &[Segment]) -> bool {
     let Some((first, rest)) = segments.split_first() else {
         return false;
@@ -152,9 +153,8 @@ pub fn holds_value(args: &Map<String, Value>, segments: &[Segment]) -> bool {
     let Segment::Key(key) = first else {
         return false;
     };
-    let mut current = match args.get(key) {
-        Some(v) => v,
-        None => return false,
+    let Some(mut current) = args.get(key) else {
+        return false;
     };
     for segment in rest {
         let next = match (segment, current) {

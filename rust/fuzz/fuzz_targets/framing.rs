@@ -2,7 +2,7 @@
 //! and an oversized event never keeps more than `max` bytes.
 #![no_main]
 
-use fastagg_core::sse::{BodyFramer, Frame};
+use fastagg_core::framing::{BodyFramer, Frame};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -18,7 +18,7 @@ fn own(frame: Frame<'_>) -> Owned {
     match frame {
         Frame::Payload { offset, data } => Owned::Payload(offset, data.to_vec()),
         Frame::TooLarge { offset } => Owned::TooLarge(offset),
-        Frame::Warning(text) => Owned::Warning(text),
+        Frame::Warning(diagnostic) => Owned::Warning(diagnostic.message()),
         Frame::Unterminated { offset, data } => Owned::Unterminated(offset, data.to_vec()),
         Frame::Incomplete { offset } => Owned::Incomplete(offset),
     }

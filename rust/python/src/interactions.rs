@@ -9,10 +9,12 @@ use fastagg_core::interactions::{IxAggregator, IxResponse};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
-use crate::{closed_error, deltas_to_py, malformed_error, map_to_py, opt_to_py, to_py, with_bytes};
+use crate::convert::{map_to_py, opt_to_py, to_py, with_bytes};
+use crate::deltas::deltas_to_py;
+use crate::errors::{closed_error, diagnostics_to_py, malformed_error};
 
 /// The interactions state a `StreamAggregator` holds when `api="interactions"` (I1).
 pub struct IxStream {
@@ -53,7 +55,7 @@ impl IxStream {
         if errors.is_empty() {
             Ok(list)
         } else {
-            Err(malformed_error(py, &errors, list))
+            Err(malformed_error(py, &errors, &list))
         }
     }
 
@@ -74,12 +76,11 @@ impl IxStream {
     ) -> PyResult<Bound<'py, PyList>> {
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
-            match s.to_str() {
-                Ok(text) => self.core.feed_event(text.as_bytes(), &mut deltas),
-                Err(_) => {
-                    let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
-                    with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
-                }
+            if let Ok(text) = s.to_str() {
+                self.core.feed_event(text.as_bytes(), &mut deltas)
+            } else {
+                let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+                with_bytes(&raw, |bytes| self.core.feed_event(bytes, &mut deltas))?
             }
         } else {
             with_bytes(payload, |bytes| self.core.feed_event(bytes, &mut deltas))?
@@ -91,7 +92,7 @@ impl IxStream {
         self.core.reconnect().map_err(|_| closed_error(py))
     }
 
-    pub fn feed_chunk(&self) -> PyErr {
+    pub fn feed_chunk() -> PyErr {
         PyTypeError::new_err(
             "feed_chunk() is not supported with api='interactions'; feed the body bytes with \
              feed() or one data payload with feed_event()",
@@ -228,7 +229,12 @@ impl InteractionResponse {
     /// Non-fatal anomalies, in order (texts: spec/interactions.md).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.inner.warnings.clone()
+        self.inner.warnings()
+    }
+    /// The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3).
+    #[getter]
+    fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        diagnostics_to_py(py, &self.inner.diagnostics)
     }
     /// Step indexes of calls the model did not finish or whose arguments did not parse.
     #[getter]

@@ -189,14 +189,13 @@ impl ArgParser {
             if let Lex::Str { .. } = self.lex {
                 // A run of plain string bytes: up to a quote, backslash or
                 // control byte (all ASCII, so the run is whole characters).
-                let run = bytes
-                    .get(i..)
-                    .unwrap_or(&[])
+                let run = bytes[i..]
                     .iter()
                     .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
                     .unwrap_or(bytes.len() - i);
                 if run > 0 {
-                    let text = fragment.get(i..i + run).unwrap_or("");
+                    // `i` and `i + run` sit next to ASCII bytes: char boundaries.
+                    let text = &fragment[i..i + run];
                     self.cur.push_str(text);
                     self.chars += text.chars().count() as u64;
                     i += run;
@@ -209,11 +208,11 @@ impl ArgParser {
                     .get(i..)
                     .and_then(|t| t.chars().next())
                     .unwrap_or('?');
-                self.fail(format!("unexpected character {}", q(&c.to_string())));
+                self.fail(&format!("unexpected character {}", q(&c.to_string())));
                 return long_path;
             }
             if let Err(reason) = self.byte(b, live, out, &mut long_path) {
-                self.fail(reason);
+                self.fail(&reason);
                 return long_path;
             }
             self.chars += 1;
@@ -231,7 +230,7 @@ impl ArgParser {
         long_path
     }
 
-    fn fail(&mut self, reason: String) {
+    fn fail(&mut self, reason: &str) {
         self.error = Some(format!(
             "arguments are not valid JSON at character {}: {reason}",
             self.chars
@@ -245,7 +244,7 @@ impl ArgParser {
             Lex::Done => Ok(self.root.clone().unwrap_or(Value::Null)),
             Lex::Failed => Err(self.error.clone().unwrap_or_default()),
             _ => {
-                self.fail("unexpected end".into());
+                self.fail("unexpected end");
                 Err(self.error.clone().unwrap_or_default())
             }
         }
@@ -449,15 +448,13 @@ impl ArgParser {
                 *slot = Some(s);
             }
             self.lex = Lex::Colon;
+        } else if live {
+            self.cur = s;
+            self.send_piece(true, out, long_path);
+            let s = std::mem::take(&mut self.cur);
+            self.put(Value::String(s));
         } else {
-            if live {
-                self.cur = s;
-                self.send_piece(true, out, long_path);
-                let s = std::mem::take(&mut self.cur);
-                self.put(Value::String(s));
-            } else {
-                self.put(Value::String(s));
-            }
+            self.put(Value::String(s));
         }
         self.sent = 0;
     }

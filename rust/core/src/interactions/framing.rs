@@ -3,7 +3,7 @@
 //! classic framer's splitter; a line is kept only up to `max_event_bytes`
 //! plus its field name, the rest is counted, so memory stays bounded.
 
-use crate::sse::LineSplitter;
+use crate::framing::LineSplitter;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Room for a field name and its colon beyond `max_event_bytes`.
@@ -93,8 +93,7 @@ impl IxFramer {
             .max
             .saturating_add(FIELD_ROOM)
             .saturating_sub(self.line.len());
-        self.line
-            .extend_from_slice(piece.get(..piece.len().min(room)).unwrap_or(&[]));
+        self.line.extend_from_slice(&piece[..piece.len().min(room)]);
         self.line_len = self.line_len.saturating_add(piece.len() as u64);
     }
 
@@ -125,7 +124,7 @@ impl IxFramer {
             if self.line_len == 0 {
                 self.line_start = base + s as u64;
             }
-            self.keep(data.get(s..e).unwrap_or(&[]));
+            self.keep(&data[s..e]);
             if terminated {
                 self.end_line(sink);
             }
@@ -169,7 +168,7 @@ impl IxFramer {
                 self.line_start += BOM.len() as u64;
             }
         }
-        self.line_field(line.get(start..).unwrap_or(&[]), len, sink);
+        self.line_field(&line[start..], len, sink);
         line.clear();
         self.line = line;
     }
@@ -195,11 +194,11 @@ impl IxFramer {
         let (field, value_at) = match colon {
             Some(c) => {
                 let skip = usize::from(line.get(c + 1) == Some(&b' '));
-                (line.get(..c).unwrap_or(&[]), c + 1 + skip)
+                (&line[..c], c + 1 + skip)
             }
             None => (line, line.len()),
         };
-        let value = line.get(value_at..).unwrap_or(&[]);
+        let value = &line[value_at..];
         let value_len = len.saturating_sub(value_at as u64);
         match field {
             b"data" => {

@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::aggregate::{q, Closed, Delta, Options};
+use crate::aggregate::{Closed, Delta, Options};
+use crate::diagnostics::Diagnostic;
 use crate::error::{ErrorKind, MalformedStream};
-use crate::event::{nesting_depth, MAX_JSON_DEPTH};
+use crate::event::needs_deep_parse;
 use framing::{IxFrame, IxFramer};
 use steps::{implied_type, Step};
 
@@ -36,7 +37,8 @@ pub struct IxResponse {
     pub complete: bool,
     pub done: bool,
     pub truncated: bool,
-    pub warnings: Vec<String>,
+    /// X3: what was skipped, repaired or dropped, in order.
+    pub diagnostics: Vec<Diagnostic>,
     pub unfinished_calls: Vec<u32>,
     pub text: String,
     pub thought_text: String,
@@ -45,6 +47,12 @@ pub struct IxResponse {
 }
 
 impl IxResponse {
+    /// X3: the rendered diagnostics.
+    #[must_use]
+    pub fn warnings(&self) -> Vec<String> {
+        self.diagnostics.iter().map(Diagnostic::message).collect()
+    }
+
     /// `{"id"?, "status"?, "steps", "usage"?, "error"?}` (I18).
     #[must_use]
     pub fn to_value(&self) -> Value {
@@ -85,7 +93,7 @@ struct State {
     complete: bool,
     done: bool,
     truncated: bool,
-    warnings: Vec<String>,
+    warnings: Vec<Diagnostic>,
     events_seen: u64,
     bytes_seen: u64,
 }
@@ -106,10 +114,7 @@ fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, (ErrorKind, bool)> {
         serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
     let value = match parsed {
         Ok(v) => Ok(v),
-        Err(e)
-            if e.to_string().starts_with("recursion limit exceeded")
-                && nesting_depth(data) <= MAX_JSON_DEPTH =>
-        {
+        Err(e) if needs_deep_parse(&e, data) => {
             let mut de = serde_json::Deserializer::from_slice(data);
             de.disable_recursion_limit();
             serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
@@ -132,28 +137,18 @@ fn malformed(
     n: u64,
     max: usize,
 ) -> MalformedStream {
-    let message = match kind {
-        ErrorKind::InvalidUtf8 => {
-            format!("event {n} at byte {offset} is not valid UTF-8; it was skipped")
-        }
-        ErrorKind::EventTooLarge => format!(
-            "event {n} at byte {offset} is larger than max_event_bytes ({max}); it was \
-             skipped (raise max_event_bytes if such events are expected)"
-        ),
-        ErrorKind::InvalidJson if not_object => {
-            format!("event {n} at byte {offset} is JSON but not an object; it was skipped")
-        }
-        ErrorKind::InvalidJson => format!(
-            "event {n} at byte {offset} is not valid JSON; it was skipped (is this the body \
-             of a streamed Interactions API response?)"
-        ),
+    let event = n;
+    let diagnostic = match kind {
+        ErrorKind::InvalidUtf8 => Diagnostic::IxInvalidUtf8 { event, offset },
+        ErrorKind::EventTooLarge => Diagnostic::IxEventTooLarge {
+            event,
+            offset,
+            limit: max as u64,
+        },
+        ErrorKind::InvalidJson if not_object => Diagnostic::IxNotAnObject { event, offset },
+        ErrorKind::InvalidJson => Diagnostic::IxInvalidJson { event, offset },
     };
-    MalformedStream {
-        kind,
-        offset,
-        event_index: n,
-        message,
-    }
+    MalformedStream::new(kind, offset, n, diagnostic)
 }
 
 fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -203,7 +198,7 @@ impl IxAggregator {
         let mut errors = Vec::new();
         let state = &mut self.state;
         self.framer.feed(data, &mut |frame| {
-            state.on_frame(frame, deltas, &mut errors)
+            state.on_frame(frame, deltas, &mut errors);
         });
         state.bytes_seen += data.len() as u64;
         Ok(errors)
@@ -262,13 +257,11 @@ impl IxAggregator {
             .close(&mut |frame| state.on_frame(frame, &mut deltas, &mut errors));
         // close() never raises: a bad final event is a warning.
         for err in errors {
-            state.warnings.push(format!("I4: {}", err.message));
+            state.warnings.push(err.diagnostic);
         }
         let mut result = state.render(true);
         if state.bytes_seen > 0 && !state.done {
-            result
-                .warnings
-                .push("I3: the stream ended without the [DONE] sentinel".into());
+            result.diagnostics.push(Diagnostic::IxMissingDone);
         }
         let done = Arc::new(result);
         self.closed = Some(Arc::clone(&done));
@@ -287,7 +280,7 @@ impl State {
         if self.strict {
             errors.push(err);
         } else {
-            self.warnings.push(format!("I4: {}", err.message));
+            self.warnings.push(err.diagnostic);
         }
     }
 
@@ -307,9 +300,9 @@ impl State {
                 self.report(err, errors);
             }
             IxFrame::Done => self.done = true,
-            IxFrame::AfterDone { offset } => self.warnings.push(format!(
-                "I3: data after the [DONE] sentinel (byte {offset}) was ignored"
-            )),
+            IxFrame::AfterDone { offset } => {
+                self.warnings.push(Diagnostic::IxDataAfterDone { offset });
+            }
             IxFrame::Unterminated { offset, data, name } => {
                 self.on_unterminated(offset, &data, name.as_deref(), deltas);
             }
@@ -326,10 +319,10 @@ impl State {
     ) {
         let n = self.next_index();
         match parse_payload(data) {
-            Ok(map) => self.apply(n, map, name, deltas),
+            Ok(map) => self.apply(n, &map, name, deltas),
             Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
-                self.warnings.push(format!("I4: {}", err.message));
+                self.warnings.push(err.diagnostic);
                 self.truncated = true;
             }
         }
@@ -345,7 +338,7 @@ impl State {
     ) {
         let n = self.next_index();
         match parse_payload(data) {
-            Ok(map) => self.apply(n, map, name, deltas),
+            Ok(map) => self.apply(n, &map, name, deltas),
             Err((kind, not_object)) => {
                 let err = malformed(kind, not_object, offset, n, self.max);
                 self.report(err, errors);
@@ -357,30 +350,31 @@ impl State {
     fn apply(
         &mut self,
         n: u64,
-        map: Map<String, Value>,
+        map: &Map<String, Value>,
         name: Option<&str>,
         deltas: &mut Vec<Delta>,
     ) {
-        if let Some(id) = str_of(&map, "event_id") {
+        if let Some(id) = str_of(map, "event_id") {
             self.last_event_id = Some(id.to_owned());
         }
-        let kind = str_of(&map, "event_type")
+        let kind = str_of(map, "event_type")
             .map(str::to_owned)
             .or_else(|| name.map(str::to_owned));
         match kind.as_deref() {
             Some(k @ ("interaction.created" | "interaction.completed")) => {
-                self.on_interaction(&map, k == "interaction.completed", deltas);
+                self.on_interaction(map, k == "interaction.completed", deltas);
             }
             Some(
                 k @ ("interaction.status_update"
                 | "interaction.in_progress"
                 | "interaction.requires_action"),
             ) => {
-                self.on_status(&map, k);
+                self.on_status(map, k);
             }
             Some(k @ ("step.start" | "step.delta" | "step.stop")) => {
-                self.on_step(n, k, &map, deltas)
+                self.on_step(n, k, map, deltas);
             }
+            // RULE I8: the latest error is kept, complete cleared; later events still apply.
             Some("error") => {
                 let error = match map.get("error") {
                     Some(e) if !e.is_null() => e.clone(),
@@ -392,14 +386,17 @@ impl State {
                     deltas.push(Delta::StreamError { error });
                 }
             }
-            other => {
-                let shown = other.map_or_else(|| "<missing>".to_owned(), q);
-                self.warnings
-                    .push(format!("I5: event {n}: unknown event type {shown} skipped"));
-            }
+            Some(other) => self.warnings.push(Diagnostic::IxUnknownEventType {
+                event: n,
+                event_type: other.to_owned(),
+            }),
+            None => self
+                .warnings
+                .push(Diagnostic::IxMissingEventType { event: n }),
         }
     }
 
+    /// RULE I6: `interaction` objects merge key by key; I7: the latest usage.
     fn on_interaction(
         &mut self,
         map: &Map<String, Value>,
@@ -440,6 +437,7 @@ impl State {
         }
     }
 
+    /// RULE I7: a status update carries the latest status and usage.
     fn on_status(&mut self, map: &Map<String, Value>, kind: &str) {
         if self.interaction_id.is_none() {
             if let Some(id) = str_of(map, "interaction_id") {
@@ -466,116 +464,148 @@ impl State {
         }
     }
 
+    /// RULE I9: step events are routed by their index.
     fn on_step(&mut self, n: u64, kind: &str, map: &Map<String, Value>, deltas: &mut Vec<Delta>) {
         let index = match map.get("index").and_then(Value::as_u64) {
             Some(i) if i < MAX_STEP_INDEX => u32::try_from(i).unwrap_or(u32::MAX),
             _ => {
-                self.warnings.push(format!(
-                    "I9: event {n}: {kind} without a valid step index skipped"
-                ));
+                self.warnings.push(Diagnostic::IxStepIndexInvalid {
+                    event: n,
+                    event_type: kind.to_owned(),
+                });
                 return;
             }
         };
-        let slot = index as usize;
         match kind {
-            "step.start" => {
-                if self.steps.contains_key(&index) {
-                    self.warnings.push(format!(
-                        "I10: event {n}: step {index} already started; the repeated step.start was skipped"
-                    ));
-                    return;
-                }
-                let value = match map.get("step") {
-                    Some(Value::Object(step)) => step.clone(),
-                    _ => Map::new(),
-                };
-                let step = Step::new(value);
-                self.call_start(&step, slot, deltas);
-                self.steps.insert(index, step);
-            }
-            "step.delta" => {
-                let delta = match map.get("delta") {
-                    Some(Value::Object(d)) if d.get("type").is_some_and(Value::is_string) => d,
-                    _ => {
-                        self.warnings.push(format!(
-                            "I12: event {n}: step {index}: a delta without a type was skipped"
-                        ));
-                        return;
-                    }
-                };
-                let dtype = str_of(delta, "type").unwrap_or_default();
-                self.ensure_step(n, index, Some(implied_type(dtype)), deltas);
-                if let Some(Value::Object(meta)) = map.get("metadata") {
-                    if let Some(u @ Value::Object(_)) = meta.get("total_usage") {
-                        self.usage = Some(u.clone());
-                    }
-                }
-                let live = self.deltas;
-                let Some(step) = self.steps.get_mut(&index) else {
-                    return;
-                };
-                if step.stopped {
-                    self.warnings.push(format!(
-                        "I12: event {n}: step {index}: a delta after step.stop was skipped"
-                    ));
-                    return;
-                }
-                let applied = step.apply(dtype, delta, live);
-                if applied.long_path {
-                    if let Some(parser) = step.parser.as_mut() {
-                        if !parser.long_path_warned {
-                            parser.long_path_warned = true;
-                            self.warnings.push(format!(
-                                "I15: step {index}: argument paths longer than 1024 bytes are not streamed live"
-                            ));
-                        }
-                    }
-                }
-                if let Some(problem) = applied.problem {
-                    self.warnings
-                        .push(format!("I12: event {n}: step {index}: {problem}"));
-                }
-                if live {
-                    if let Some((text, thought)) = applied.text {
-                        deltas.push(Delta::Text {
-                            candidate: 0,
-                            index: slot,
-                            text,
-                            thought,
-                        });
-                    }
-                    for piece in applied.args {
-                        deltas.push(Delta::Arg {
-                            candidate: 0,
-                            index: slot,
-                            json_path: piece.json_path,
-                            value: piece.value,
-                        });
-                    }
-                }
-            }
+            "step.start" => self.step_start(n, index, map, deltas),
+            "step.delta" => self.step_delta(n, index, map, deltas),
+            _ => self.step_stop(n, index, map, deltas),
+        }
+    }
+
+    /// RULE I10: a step starts once.
+    fn step_start(
+        &mut self,
+        n: u64,
+        index: u32,
+        map: &Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        if self.steps.contains_key(&index) {
+            self.warnings.push(Diagnostic::IxStepRestarted {
+                event: n,
+                step: index,
+            });
+            return;
+        }
+        let value = match map.get("step") {
+            Some(Value::Object(step)) => step.clone(),
+            _ => Map::new(),
+        };
+        let step = Step::new(value);
+        self.call_start(&step, index as usize, deltas);
+        self.steps.insert(index, step);
+    }
+
+    /// RULE I12: a typed delta extends an open step.
+    fn step_delta(
+        &mut self,
+        n: u64,
+        index: u32,
+        map: &Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let delta = match map.get("delta") {
+            Some(Value::Object(d)) if d.get("type").is_some_and(Value::is_string) => d,
             _ => {
-                self.ensure_step(n, index, None, deltas);
-                if let Some(u @ Value::Object(_)) = map.get("usage") {
-                    self.usage = Some(u.clone());
-                }
-                let Some(step) = self.steps.get_mut(&index) else {
-                    return;
-                };
-                if step.stopped {
-                    return;
-                }
-                if let Some(err) = step.stop() {
-                    self.warnings.push(format!("I16: step {index}: {err}"));
-                } else if step.is_call() && self.deltas {
-                    let rendered = step.render();
-                    deltas.push(Delta::CallEnd {
-                        candidate: 0,
-                        index: slot,
-                        call: step.call(&rendered),
-                    });
+                self.warnings.push(Diagnostic::IxDeltaWithoutType {
+                    event: n,
+                    step: index,
+                });
+                return;
+            }
+        };
+        let dtype = str_of(delta, "type").unwrap_or_default();
+        self.ensure_step(n, index, Some(implied_type(dtype)), deltas);
+        if let Some(Value::Object(meta)) = map.get("metadata") {
+            if let Some(u @ Value::Object(_)) = meta.get("total_usage") {
+                self.usage = Some(u.clone());
+            }
+        }
+        let live = self.deltas;
+        let Some(step) = self.steps.get_mut(&index) else {
+            return;
+        };
+        if step.stopped {
+            self.warnings.push(Diagnostic::IxDeltaAfterStop {
+                event: n,
+                step: index,
+            });
+            return;
+        }
+        let applied = step.apply(dtype, delta, live);
+        if applied.long_path {
+            if let Some(parser) = step.parser.as_mut() {
+                if !parser.long_path_warned {
+                    // RULE I15: said once per step.
+                    parser.long_path_warned = true;
+                    self.warnings
+                        .push(Diagnostic::IxLongArgPath { step: index });
                 }
             }
+        }
+        if let Some(problem) = applied.problem {
+            self.warnings.push(Diagnostic::IxDeltaSkipped {
+                event: n,
+                step: index,
+                reason: problem.to_owned(),
+            });
+        }
+        if live {
+            let slot = index as usize;
+            if let Some((text, thought)) = applied.text {
+                deltas.push(Delta::Text {
+                    candidate: 0,
+                    index: slot,
+                    text,
+                    thought,
+                });
+            }
+            for piece in applied.args {
+                deltas.push(Delta::Arg {
+                    candidate: 0,
+                    index: slot,
+                    json_path: piece.json_path,
+                    value: piece.value,
+                });
+            }
+        }
+    }
+
+    /// RULE I13, I16: `step.stop` parses a call's arguments.
+    fn step_stop(&mut self, n: u64, index: u32, map: &Map<String, Value>, deltas: &mut Vec<Delta>) {
+        self.ensure_step(n, index, None, deltas);
+        if let Some(u @ Value::Object(_)) = map.get("usage") {
+            self.usage = Some(u.clone());
+        }
+        let Some(step) = self.steps.get_mut(&index) else {
+            return;
+        };
+        if step.stopped {
+            return;
+        }
+        if let Some(err) = step.stop() {
+            self.warnings.push(Diagnostic::IxBadArguments {
+                step: index,
+                reason: err,
+            });
+        } else if step.is_call() && self.deltas {
+            let rendered = step.render();
+            deltas.push(Delta::CallEnd {
+                candidate: 0,
+                index: index as usize,
+                call: step.call(&rendered),
+            });
         }
     }
 
@@ -584,8 +614,10 @@ impl State {
         if self.steps.contains_key(&index) {
             return;
         }
-        self.warnings
-            .push(format!("I11: event {n}: step {index} had no step.start"));
+        self.warnings.push(Diagnostic::IxStepWithoutStart {
+            event: n,
+            step: index,
+        });
         let mut value = Map::new();
         if let Some(k) = kind {
             value.insert("type".into(), Value::String(k.to_owned()));
@@ -623,7 +655,7 @@ impl State {
             truncated: self.truncated,
             ..IxResponse::default()
         };
-        out.warnings.clone_from(&self.warnings);
+        out.diagnostics.clone_from(&self.warnings);
         for (&index, step) in &self.steps {
             let rendered = step.render();
             match step.step_type() {
@@ -636,10 +668,10 @@ impl State {
                 out.unfinished_calls.push(index);
             }
             if closing && !step.stopped {
-                let shown = step.step_type().map_or_else(|| "null".to_owned(), q);
-                out.warnings.push(format!(
-                    "I17: step {index} ({shown}) never received step.stop"
-                ));
+                out.diagnostics.push(Diagnostic::IxStepNeverStopped {
+                    step: index,
+                    step_type: step.step_type().map(str::to_owned),
+                });
             }
             out.steps.push((index, rendered));
         }

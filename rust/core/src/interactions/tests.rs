@@ -83,7 +83,7 @@ fn i9_parallel_calls_route_by_index_and_stream_arguments() {
     assert_eq!(r.status.as_deref(), Some("requires_action"));
     assert_eq!(r.last_event_id.as_deref(), Some("e7"));
     assert!(r.complete && r.done);
-    assert_eq!(r.warnings, Vec::<String>::new());
+    assert_eq!(r.warnings(), Vec::<String>::new());
     assert_eq!(
         r.function_calls,
         vec![
@@ -137,7 +137,7 @@ fn i14_escapes_and_surrogates_split_anywhere() {
 
 #[test]
 fn i15_live_pieces_and_paths() {
-    let (pieces, _) = args_of(&[r#"{"s":"ab"#, r#"c\u00"#, r#"e9","a":[1,"#, r#""","x"]}"#]);
+    let (pieces, _) = args_of(&[r#"{"s":"ab"#, r"c\u00", r#"e9","a":[1,"#, r#""","x"]}"#]);
     assert_eq!(
         pieces,
         vec![
@@ -161,7 +161,7 @@ fn i16_invalid_arguments_name_the_character() {
             "arguments are not valid JSON at character 6: unexpected character \"1\"",
         ),
         (
-            r#"[1]"#,
+            r"[1]",
             "arguments are not valid JSON at character 0: arguments are not a JSON object",
         ),
         (
@@ -216,7 +216,7 @@ fn i16_invalid_call_is_unfinished_and_keeps_its_raw_text() {
     );
     assert_eq!(r.steps[0].1["arguments"], json!("{oops"));
     assert_eq!(
-        r.warnings,
+        r.warnings(),
         vec![
             "I16: step 0: arguments are not valid JSON at character 1: unexpected character \"o\""
         ]
@@ -234,7 +234,7 @@ fn i17_open_call_renders_its_partial_arguments() {
     assert_eq!(r.steps[0].1["arguments"], json!({"a": [1, "x"]}));
     assert_eq!(r.unfinished_calls, vec![3]);
     assert_eq!(
-        r.warnings,
+        r.warnings(),
         vec![
             "I17: step 3 (\"function_call\") never received step.stop",
             "I3: the stream ended without the [DONE] sentinel"
@@ -251,7 +251,7 @@ fn i4_strict_errors_keep_good_events_and_close_reports_truncation() {
         .unwrap_or_default();
     assert_eq!(errors.len(), 1);
     assert_eq!(
-        errors[0].message,
+        errors[0].message(),
         "event 0 at byte 0 is not valid JSON; it was skipped (is this the body of a streamed Interactions API response?)"
     );
     assert_eq!(
@@ -264,7 +264,7 @@ fn i4_strict_errors_keep_good_events_and_close_reports_truncation() {
     assert!(r.truncated);
     assert_eq!(r.error, Some(json!({"code": "x"})));
     assert_eq!(
-        r.warnings,
+        r.warnings(),
         vec![
             "I4: event 2 at byte 64 is not valid JSON; it was skipped (is this the body of a streamed Interactions API response?)",
             "I3: the stream ended without the [DONE] sentinel"

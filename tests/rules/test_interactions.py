@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 import fastagg._fastagg as rust
 import fastagg.reference as reference
 from fastagg.errors import AggregatorClosed, MalformedStreamError
-from streams import as_json, chunkings, delta_tuple
+from streams import as_json, chunkings, delta_tuple, diagnostics_view, error_view
 
-CASES_FILE = Path(__file__).resolve().parent / "conformance" / "interactions.json"
+CASES_FILE = Path(__file__).resolve().parent.parent / "conformance" / "interactions.json"
 CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text("utf-8"))["cases"]
 EXAMPLES = int(os.environ.get("FASTAGG_DIFF_EXAMPLES", "2000")) // 4
 # Compared as JSON text: key order and int/float matter (steps are resent verbatim).
@@ -51,6 +51,7 @@ def view(result: Any) -> dict[str, Any]:
     out["interaction"] = as_json(result.interaction)
     out["dict"] = as_json(result.to_dict())
     out["json"] = json.loads(result.to_json())
+    out["diagnostics"] = diagnostics_view(result.diagnostics)
     return out
 
 
@@ -500,7 +501,7 @@ def run(
             deltas += [delta_tuple(d) for d in agg.feed(piece)]
         except MalformedStreamError as e:
             deltas += [delta_tuple(d) for d in e.deltas]
-            errors += [(x.kind, x.offset, x.event_index, str(x)) for x in e.errors]
+            errors += [error_view(x) for x in e.errors]
     snap = view(agg.snapshot())
     return deltas, errors, {"snapshot": snap, "final": view(agg.close())}
 

@@ -1,0 +1,347 @@
+"""The aggregator (E1-E3, E7, D3-D8): the feed/close pipeline and the state it folds events into.
+
+Framing (``..framing``) turns bytes into frames, ``..event`` validates a
+payload, and each event is folded into ``_TurnState``: candidates in
+``candidate``, parts in ``parts``, calls in ``calls``, repeated fields in
+``merge``; ``response`` holds what is handed out, ``render`` the JSON helpers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ..._chunks import chunk_to_mapping
+from ..._json import JSONObject, JSONValue
+from ...diagnostics import Diagnostic
+from ...errors import AggregatorClosed, MalformedStreamError
+from ..diagnostics import _diagnostic
+from ..error import EVENT_TOO_LARGE, Problem, _bad_payload, _malformed
+from ..event import _parse_payload
+from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
+from ..framing.lines import _as_bytes, _payload_bytes
+from .calls import _close_open_calls
+from .candidate import _candidate, _CandidateState, _render_candidate
+from .merge import _merge_usage, _set_top_level
+from .render import _render_json, _same
+from .response import AggregatedResponse, Delta, StreamError
+
+_MAX_ARRAY_INDEX_CAP = 2**31 - 1  # D2b: the largest max_array_index accepted
+_MAX_EVENT_BYTES_CAP = 2**63 - 1  # D2b: the largest max_event_bytes accepted (sys.maxsize)
+
+
+def _check_limit(name: str, value: object, cap: int) -> int:
+    if type(value) is not int:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+    if value > cap:
+        raise ValueError(f"{name} must be at most {cap}, got {value}")
+    return value
+
+
+_MAX_WARNINGS = 1000  # D7
+_SECOND_FEEDER = (
+    "this StreamAggregator was fed from another thread first; an aggregator is fed from one "
+    "thread (chunks from two threads would interleave): use one aggregator per stream"
+)
+
+
+class _Warnings:
+    """The diagnostics of a stream, bounded (D7, X3); the ones beyond the cap are counted."""
+
+    __slots__ = ("dropped", "kept")
+
+    def __init__(self) -> None:
+        self.kept: list[Diagnostic] = []
+        self.dropped = 0
+
+    def append(self, diagnostic: Diagnostic) -> None:
+        if len(self.kept) < _MAX_WARNINGS:
+            self.kept.append(diagnostic)
+        else:
+            self.dropped += 1
+
+    def render(self) -> tuple[Diagnostic, ...]:
+        """The kept diagnostics, then one that counts the others."""
+        if not self.dropped:
+            return tuple(self.kept)
+        summary = _diagnostic("warnings_dropped", count=self.dropped, limit=_MAX_WARNINGS)
+        return (*self.kept, summary)
+
+
+class _TurnState:
+    """Everything aggregated so far from the event payloads."""
+
+    def __init__(self, max_array_index: int, warnings: _Warnings) -> None:
+        self.max_array_index = max_array_index
+        self.warnings = warnings
+        self.candidates: dict[int, _CandidateState] = {}
+        self.usage: JSONObject | None = None
+        self.model_version: JSONValue = None
+        self.response_id: JSONValue = None
+        self.create_time: JSONValue = None
+        self.prompt_feedback: JSONValue = None
+        self.error: JSONValue = None
+        self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C14)
+
+    def apply(self, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
+        """Fold event payload number ``i`` into the state (E1-E3, E7, E8).
+
+        RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
+        """
+        error = event.get("error")
+        if error is not None:  # E1, E8
+            self.error = error
+            if deltas is not None:
+                deltas.append(StreamError(_render_json(error)))
+            return
+        # RULE E2: a payload without candidates is normal (metadata-only chunks).
+        candidates = event.get("candidates")
+        if isinstance(candidates, list):
+            for j, candidate in enumerate(candidates):
+                _candidate(self, candidate, i, j, deltas)
+        elif candidates is not None:
+            self.shape(i, "candidates", "a list")
+        usage = event.get("usageMetadata")
+        if isinstance(usage, dict):
+            _merge_usage(self, usage)
+        elif usage is not None:
+            self.shape(i, "usageMetadata", "an object")
+        _set_top_level(self, event, i)
+
+    def shape(self, i: int, where: str, expected: str) -> None:
+        """E7: a value of the wrong type is ignored with a warning."""
+        self.warnings.append(_diagnostic("wrong_shape", event=i, path=where, expected=expected))
+
+
+def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedResponse:
+    keep = _render_json if fresh else _same
+    return AggregatedResponse(
+        [_render_candidate(state.candidates[i], fresh=fresh) for i in sorted(state.candidates)],
+        keep(state.usage),
+        keep(state.model_version),
+        keep(state.response_id),
+        keep(state.create_time),
+        keep(state.prompt_feedback),
+        keep(state.error),
+        truncated,
+        state.warnings.render(),
+    )
+
+
+class StreamAggregator:
+    """Aggregates the body of a Gemini ``streamGenerateContent`` response.
+
+    Feed raw body bytes (any split) with ``feed()``, one event payload with
+    ``feed_event()``, or one parsed chunk with ``feed_chunk()``; each returns
+    the deltas it produced (empty with ``deltas=False``). ``snapshot()``
+    renders the aggregate so far, ``close()`` finishes the stream.
+    ``api="interactions"`` returns the Interactions twin instead
+    (``fastagg.reference.interactions``, spec/interactions.md I1).
+    """
+
+    def __new__(cls, *, api: str = "generate_content", **options: Any) -> Any:
+        """The classic aggregator, or the Interactions twin for ``api="interactions"``."""
+        if api == "generate_content":
+            return super().__new__(cls)
+        from ..interactions import InteractionsAggregator  # it imports this package
+
+        return InteractionsAggregator(api=api, **options)
+
+    def __init__(
+        self,
+        *,
+        api: str = "generate_content",
+        deltas: bool = True,
+        strict: bool = True,
+        max_event_bytes: int = 64 * 1024 * 1024,
+        max_array_index: int = 10_000,
+    ) -> None:
+        self._deltas = bool(deltas)
+        self._strict = bool(strict)
+        self._max_event_bytes = _check_limit(
+            "max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP
+        )
+        self._warnings = _Warnings()
+        self._framer = _BodyFramer(self._max_event_bytes)
+        self._state = _TurnState(
+            _check_limit("max_array_index", max_array_index, _MAX_ARRAY_INDEX_CAP), self._warnings
+        )
+        self._events_seen = 0
+        self._bytes_seen = 0
+        self._truncated = False
+        self._result: AggregatedResponse | None = None  # set by close()
+        self._ended = False  # set by finish() (D5)
+        self._feeder: int | None = None  # the thread that fed it first (D8)
+
+    @property
+    def events_seen(self) -> int:
+        """Payloads dispatched so far, good and bad (F9)."""
+        return self._events_seen
+
+    @property
+    def bytes_seen(self) -> int:
+        """Bytes given to ``feed()`` and ``feed_event()`` so far."""
+        return self._bytes_seen
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]:
+        """Process a chunk of the raw body; return its deltas.
+
+        Raises ``MalformedStreamError`` after the whole chunk was processed when
+        one of its payloads was bad (F8, F10; ``strict=True`` only).
+        """
+        self._check_open()
+        chunk = _as_bytes(data)
+        self._bytes_seen += len(chunk)
+        frames: list[Frame] = []
+        self._framer.feed(chunk, frames)
+        deltas: list[Delta] = []
+        errors: list[MalformedStreamError] = []
+        for frame in frames:
+            self._frame(frame, deltas, errors)
+        return self._finish_call(deltas, errors)
+
+    def feed_event(self, payload: bytes | str) -> list[Delta]:
+        """Process one complete event payload (a ``GenerateContentResponse`` JSON)."""
+        self._check_open()
+        data = _payload_bytes(payload)
+        offset = self._bytes_seen
+        self._bytes_seen += len(data)
+        deltas: list[Delta] = []
+        errors: list[MalformedStreamError] = []
+        self._dispatch(data, offset, deltas, errors)
+        return self._finish_call(deltas, errors)
+
+    def feed_chunk(self, chunk: Mapping[str, Any] | Any) -> list[Delta]:
+        """Process one parsed chunk: a REST camelCase dict or a google-genai response."""
+        self._check_open()
+        event = chunk_to_mapping(chunk)
+        deltas: list[Delta] = []
+        index = self._events_seen
+        self._events_seen += 1
+        self._state.apply(event, index, deltas if self._deltas else None)
+        return deltas
+
+    def reconnect(self) -> None:
+        """Only for ``api="interactions"`` (spec/interactions.md I20)."""
+        raise TypeError(
+            "reconnect() is only for api='interactions' "
+            "(a generateContent stream cannot be resumed)"
+        )
+
+    def snapshot(self) -> AggregatedResponse:
+        """The aggregate so far, open calls in place; the state is not changed."""
+        if self._result is not None:
+            return self._result
+        return _render(self._state, truncated=self._truncated, fresh=True)
+
+    def finish(self) -> list[Delta]:
+        """End the input and return the deltas that produced (D5).
+
+        A final event without a trailing blank line is processed (F14) and the
+        open calls are closed (C12); ``close()`` then returns the result and
+        ``feed*`` raises ``AggregatorClosed``. Later calls return ``[]``.
+        """
+        if self._ended:
+            return []
+        self._ended = True
+        deltas: list[Delta] = []
+        frames: list[Frame] = []
+        self._framer.close(frames)
+        for frame in frames:
+            self._frame(frame, deltas if self._deltas else None, None)
+        if self._bytes_seen > 0 and self._events_seen == 0:
+            self._warnings.append(_diagnostic("no_event_found", bytes=self._bytes_seen))
+        _close_open_calls(self._state, deltas if self._deltas else None)
+        return deltas
+
+    def close(self) -> AggregatedResponse:
+        """Finish the stream (F14, C12) and return the aggregate; idempotent."""
+        if self._result is not None:
+            return self._result
+        self.finish()
+        self._result = _render(self._state, truncated=self._truncated, fresh=False)
+        return self._result
+
+    # --- internals ---
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise AggregatorClosed("the aggregator was closed; create a new one for another stream")
+        me = threading.get_ident()
+        if self._feeder is None:
+            self._feeder = me
+        elif self._feeder != me:  # D8: chunks from two threads would interleave
+            raise RuntimeError(_SECOND_FEEDER)
+
+    def _frame(
+        self,
+        frame: Frame,
+        deltas: list[Delta] | None,
+        errors: list[MalformedStreamError] | None,
+    ) -> None:
+        """Handle one frame; ``errors`` is None during ``close()``, which never raises."""
+        if frame.kind == PAYLOAD:
+            assert isinstance(frame.data, bytes)
+            self._dispatch(frame.data, frame.offset, deltas, errors)
+        elif frame.kind == TOO_LARGE:
+            self._reject(EVENT_TOO_LARGE, frame.offset, errors)
+        elif frame.kind == WARNING:
+            assert isinstance(frame.data, Diagnostic)
+            self._warnings.append(frame.data)
+        elif frame.kind == UNTERMINATED:
+            assert isinstance(frame.data, bytes)
+            event = _parse_payload(frame.data, self._max_event_bytes)
+            if not isinstance(event, str):
+                self._warnings.append(
+                    _diagnostic("unterminated_event_processed", offset=frame.offset)
+                )
+                index = self._events_seen
+                self._events_seen += 1
+                self._state.apply(event, index, deltas)
+            else:
+                self._drop_incomplete(frame.offset)
+        else:
+            self._drop_incomplete(frame.offset)
+
+    def _drop_incomplete(self, offset: int) -> None:
+        self._truncated = True
+        self._warnings.append(_diagnostic("incomplete_event_dropped", offset=offset))
+
+    def _dispatch(
+        self,
+        payload: bytes,
+        offset: int,
+        deltas: list[Delta] | None,
+        errors: list[MalformedStreamError] | None,
+    ) -> None:
+        event = _parse_payload(payload, self._max_event_bytes)
+        if isinstance(event, str):
+            self._reject(event, offset, errors)
+            return
+        index = self._events_seen
+        self._events_seen += 1
+        self._state.apply(event, index, deltas if self._deltas else None)
+
+    def _reject(
+        self, problem: Problem, offset: int, errors: list[MalformedStreamError] | None
+    ) -> None:
+        """A bad payload still counts as an event (F9); strict mode raises later (F10)."""
+        index = self._events_seen
+        self._events_seen += 1
+        diagnostic = _bad_payload(problem, index, offset, self._max_event_bytes)
+        if self._strict and errors is not None:
+            errors.append(_malformed(problem, index, offset, diagnostic))
+        else:
+            self._warnings.append(diagnostic)
+
+    def _finish_call(self, deltas: list[Delta], errors: list[MalformedStreamError]) -> list[Delta]:
+        if errors:
+            first = errors[0]
+            first.deltas = deltas
+            first.errors = errors
+            raise first
+        return deltas

@@ -1,0 +1,48 @@
+"""The twin's diagnostics (spec/diagnostics.md X1-X5), rendered from the shared catalog.
+
+Every warning of the twin is a ``fastagg.Diagnostic`` (the one class the Rust
+binding builds too): a code of ``spec/diagnostics.json`` (carried as
+``fastagg._diagnostics_table``) with its typed fields, and the message
+``_diagnostic()`` renders from the code's template (X2). ``.warnings`` are the
+messages.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .._diagnostics_table import DIAGNOSTICS
+from .._json import JSONObject, JSONValue
+from ..diagnostics import Diagnostic
+from .aggregate.render import _cj
+
+# X2: `{field}` or `{field!j}`, and `[[...]]` groups left out when a field in them is null.
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(!j)?\}")
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
+
+
+def _field_text(value: JSONValue, as_json: bool) -> str:
+    return _cj(value) if as_json else str(value)
+
+
+def _render(template: str, values: JSONObject) -> str:
+    """X2: the template with its placeholders replaced and its optional groups decided."""
+
+    def group(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        names = _PLACEHOLDER.findall(inner)
+        return inner if all(values[name] is not None for name, _ in names) else ""
+
+    text = _OPTIONAL.sub(group, template)
+    return _PLACEHOLDER.sub(lambda m: _field_text(values[m.group(1)], bool(m.group(2))), text)
+
+
+def _diagnostic(code: str, **values: JSONValue) -> Diagnostic:
+    """The diagnostic ``code`` with ``values`` (exactly the code's catalog fields), rendered."""
+    rule, _names, template = DIAGNOSTICS[code]
+    return Diagnostic(code, f"{rule}: {_render(template, values)}", **values)
+
+
+def _text(diagnostic: Diagnostic) -> str:
+    """The message without its ``"{rule}: "`` prefix: the text of an exception (X4)."""
+    return diagnostic.message[len(diagnostic.rule) + 2 :]

@@ -1,0 +1,520 @@
+//! Function calls (C rules): complete calls (C1, C15), streamed calls routed
+//! (C2), their partial args applied (C4, C5, C9, C16), closed (C6, C12-C14).
+
+use serde_json::{Map, Value};
+
+use super::candidate::{CandidateState, PartKind, Slot};
+use super::merge::shape;
+use super::response::{call_dict, call_ref};
+use super::{Delta, State};
+use crate::diagnostics::Diagnostic;
+use crate::json_path::{self, PathError, Segment, Write, WriteError};
+
+/// At most this many streamed calls are open at once per candidate (C14).
+pub(super) const MAX_OPEN_CALLS: usize = 64;
+
+#[derive(Debug, Clone)]
+pub(super) struct StreamedCall {
+    pub(super) id: Option<String>,
+    pub(super) name: Option<String>,
+    pub(super) args: Map<String, Value>,
+    pub(super) signature: Option<Value>,
+    /// Closed by `close()` or by the C14 limit, not by the model (C13).
+    pub(super) flushed: bool,
+    /// Value of the aggregator's clock at the last chunk routed here (C10).
+    pub(super) touched: u64,
+    pub(super) slot: usize,
+}
+
+impl StreamedCall {
+    pub(super) fn call_value(&self) -> Value {
+        call_dict(
+            self.id.clone(),
+            self.name.clone(),
+            Value::Object(self.args.clone()),
+        )
+    }
+
+    /// The call's part (C6); None for a call that never got a name.
+    /// RULE C7: the id is the model's or absent, never invented.
+    pub(super) fn into_part(self) -> Option<Value> {
+        let name = self.name?;
+        let mut fc = Map::new();
+        if let Some(id) = self.id {
+            fc.insert("id".into(), Value::String(id));
+        }
+        fc.insert("name".into(), Value::String(name));
+        fc.insert("args".into(), Value::Object(self.args));
+        let mut part = Map::new();
+        part.insert("functionCall".into(), Value::Object(fc));
+        if let Some(sig) = self.signature {
+            part.insert("thoughtSignature".into(), sig);
+        }
+        Some(Value::Object(part))
+    }
+}
+
+/// Where a call part sits in its event, for E7 paths.
+#[derive(Clone, Copy)]
+pub(super) struct At {
+    pub(super) event: u64,
+    /// Position in the event's `candidates` list.
+    pub(super) j: usize,
+    /// Position in the candidate's `parts` list.
+    pub(super) p: usize,
+}
+
+/// What applying a chunk needs besides the chunk.
+#[derive(Clone, Copy)]
+struct Ctx {
+    at: At,
+    clock: u64,
+    max_index: usize,
+    want_deltas: bool,
+}
+
+/// What one streamed chunk carries, taken out of its part (C3).
+struct Chunk {
+    id: Option<String>,
+    name: Option<String>,
+    signature: Option<Value>,
+    args: Option<Value>,
+    partial_args: Vec<Value>,
+    keeps_open: bool,
+}
+
+impl State {
+    pub(super) fn apply_call_part(
+        &mut self,
+        at: At,
+        pos: usize,
+        part: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Some(Value::Object(fc)) = part.get("functionCall") else {
+            return;
+        };
+        // RULE C3: a streamed chunk, as opposed to a complete call (C1).
+        let streamed = match fc.get("partialArgs") {
+            None | Some(Value::Null) => false,
+            Some(Value::Array(items)) => !items.is_empty(),
+            Some(_) => true,
+        } || fc.contains_key("willContinue")
+            || (!fc.contains_key("name") && !fc.contains_key("args"));
+        if streamed {
+            self.apply_streamed_chunk(at, pos, part, deltas);
+        } else {
+            self.apply_complete_call(at, pos, part, deltas);
+        }
+    }
+
+    /// C1, C11: a complete call part is kept as it is; C15 without a name.
+    fn apply_complete_call(
+        &mut self,
+        at: At,
+        pos: usize,
+        part: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let info = call_ref(part.get("functionCall"));
+        if info.name.is_none() {
+            // RULE C15: a call nobody can answer is not replayed.
+            self.warn(Diagnostic::NamelessCall {
+                event: at.event,
+                path: format!("candidates[{}].content.parts[{}]", at.j, at.p),
+                call_id: info.id.map(str::to_owned),
+                args: info
+                    .args
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
+            });
+            return;
+        }
+        let call = self.opts.deltas.then(|| info.to_value());
+        let cand = &mut self.candidates[pos];
+        cand.run = None;
+        let slot = cand.slots.len();
+        if let Some(call) = call {
+            let (id, name) = id_and_name(&call);
+            deltas.push(Delta::CallStart {
+                candidate: cand.index,
+                index: slot,
+                id,
+                name,
+            });
+            deltas.push(Delta::CallEnd {
+                candidate: cand.index,
+                index: slot,
+                call,
+            });
+        }
+        cand.slots.push(Slot::Kept {
+            part,
+            kind: PartKind::Call,
+        });
+    }
+
+    /// C2-C6, C9: a streamed chunk routed to its call, which it extends or closes.
+    fn apply_streamed_chunk(
+        &mut self,
+        at: At,
+        pos: usize,
+        part: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Some(chunk) = self.take_chunk(at, part) else {
+            return;
+        };
+        self.clock += 1;
+        let ctx = Ctx {
+            at,
+            clock: self.clock,
+            max_index: self.opts.max_array_index,
+            want_deltas: self.opts.deltas,
+        };
+        let mut warnings = Vec::new();
+        let cand = &mut self.candidates[pos];
+        let (id, has_name) = (chunk.id.as_deref(), chunk.name.is_some());
+        let Some(route) = cand.route(id, has_name, &chunk.partial_args, ctx.max_index) else {
+            return; // RULE C2.4: an end marker with no open call
+        };
+        let k = match route {
+            Route::Existing(k) => k,
+            Route::New => cand.open_call(&chunk, ctx, deltas, &mut warnings),
+        };
+        cand.update_call(k, chunk, ctx, deltas, &mut warnings);
+        self.warnings.append(&mut warnings);
+    }
+
+    /// The chunk's fields, moved out of the part; E7 when `partialArgs` is not a list.
+    fn take_chunk(&mut self, at: At, mut part: Map<String, Value>) -> Option<Chunk> {
+        // RULE P5: the signature stays exactly as received, on its call.
+        let signature = part
+            .shift_remove("thoughtSignature")
+            .filter(|v| !v.is_null());
+        let Some(Value::Object(mut fc)) = part.shift_remove("functionCall") else {
+            return None;
+        };
+        let partial_args = match fc.shift_remove("partialArgs") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items,
+            Some(_) => {
+                let (j, p) = (at.j, at.p);
+                self.warn(shape(
+                    at.event,
+                    &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs"),
+                    "a list",
+                ));
+                Vec::new()
+            }
+        };
+        Some(Chunk {
+            id: string_field(&fc, "id"),
+            name: string_field(&fc, "name"),
+            signature,
+            args: fc.shift_remove("args"),
+            partial_args,
+            keeps_open: matches!(fc.get("willContinue"), Some(Value::Bool(true))),
+        })
+    }
+
+    pub(super) fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
+        let want_deltas = self.opts.deltas;
+        let mut warnings = Vec::new();
+        for pos in self.in_index_order() {
+            let cand = &mut self.candidates[pos];
+            let candidate = cand.index;
+            for k in std::mem::take(&mut cand.open) {
+                let call = &mut cand.calls[k];
+                call.flushed = true; // C13: the model never finished it
+                close_call(candidate, call, want_deltas, deltas, &mut warnings);
+            }
+        }
+        self.warnings.append(&mut warnings);
+    }
+}
+
+pub(super) enum Route {
+    Existing(usize),
+    New,
+}
+
+impl CandidateState {
+    /// A new streamed call for `chunk` (C3); at the C14 limit the least
+    /// recently updated open call is closed first. Returns its index in `calls`.
+    fn open_call(
+        &mut self,
+        chunk: &Chunk,
+        ctx: Ctx,
+        deltas: &mut Vec<Delta>,
+        warnings: &mut Vec<Diagnostic>,
+    ) -> usize {
+        let (candidate, want_deltas) = (self.index, ctx.want_deltas);
+        if self.open.len() == MAX_OPEN_CALLS {
+            // RULE C14: the least recently updated open call is closed first.
+            let lru = self
+                .open
+                .iter()
+                .copied()
+                .min_by_key(|&k| self.calls[k].touched)
+                .unwrap_or_default();
+            warnings.push(Diagnostic::OpenCallLimit {
+                candidate,
+                part: self.calls[lru].slot,
+                limit: MAX_OPEN_CALLS as u64,
+            });
+            self.open.retain(|&k| k != lru);
+            self.calls[lru].flushed = true; // C13: closed by the limit, not the model
+            close_call(
+                candidate,
+                &mut self.calls[lru],
+                want_deltas,
+                deltas,
+                warnings,
+            );
+        }
+        self.run = None;
+        let slot = self.slots.len();
+        let k = self.calls.len();
+        self.open.push(k);
+        self.slots.push(Slot::Streamed(k));
+        self.calls.push(StreamedCall {
+            id: chunk.id.clone(),
+            name: chunk.name.clone(),
+            args: Map::new(),
+            signature: None,
+            flushed: false,
+            touched: ctx.clock,
+            slot,
+        });
+        if want_deltas {
+            deltas.push(Delta::CallStart {
+                candidate,
+                index: slot,
+                id: chunk.id.clone(),
+                name: chunk.name.clone(),
+            });
+        }
+        k
+    }
+
+    /// Applies `chunk` to call `k`: the first name and signature are kept
+    /// (C2, C6), args merged and partial args applied (C4, C5, C9); without
+    /// `willContinue` the call is closed.
+    fn update_call(
+        &mut self,
+        k: usize,
+        chunk: Chunk,
+        ctx: Ctx,
+        deltas: &mut Vec<Delta>,
+        warnings: &mut Vec<Diagnostic>,
+    ) {
+        let candidate = self.index;
+        let call = &mut self.calls[k];
+        call.touched = ctx.clock;
+        let slot = call.slot;
+        if let Some(name) = chunk.name {
+            match &call.name {
+                None => call.name = Some(name),
+                Some(old) if *old != name => warnings.push(Diagnostic::CallRenamed {
+                    candidate,
+                    part: slot,
+                    name,
+                    kept_name: old.clone(),
+                }),
+                Some(_) => {}
+            }
+        }
+        if let Some(sig) = chunk.signature {
+            match &call.signature {
+                None => call.signature = Some(sig),
+                Some(old) if *old != sig => warnings.push(Diagnostic::SignatureChanged {
+                    candidate,
+                    part: slot,
+                }),
+                Some(_) => {}
+            }
+        }
+        if let Some(Value::Object(args)) = chunk.args {
+            for (key, value) in args {
+                call.args.insert(key, value);
+            }
+        }
+        for (m, arg) in chunk.partial_args.into_iter().enumerate() {
+            let Value::Object(arg) = arg else {
+                let (j, p) = (ctx.at.j, ctx.at.p);
+                warnings.push(shape(
+                    ctx.at.event,
+                    &format!("candidates[{j}].content.parts[{p}].functionCall.partialArgs[{m}]"),
+                    "an object",
+                ));
+                continue;
+            };
+            match apply_partial_arg(&mut call.args, &arg, ctx.max_index) {
+                Ok(None) => {}
+                Ok(Some((json_path, value))) => {
+                    if ctx.want_deltas {
+                        deltas.push(Delta::Arg {
+                            candidate,
+                            index: slot,
+                            json_path,
+                            value,
+                        });
+                    }
+                }
+                Err(reason) => {
+                    warnings.push(skipped_arg(candidate, slot, arg.get("jsonPath"), reason));
+                }
+            }
+        }
+        if !chunk.keeps_open {
+            close_call(candidate, call, ctx.want_deltas, deltas, warnings);
+            self.open.retain(|&open| open != k);
+        }
+    }
+
+    /// C2 routing; None when the chunk is to be ignored (C2.4).
+    pub(super) fn route(
+        &self,
+        id: Option<&str>,
+        has_name: bool,
+        partial_args: &[Value],
+        max_index: usize,
+    ) -> Option<Route> {
+        // Only open calls are scanned, and C14 keeps them few.
+        let open = || self.open.iter().map(|&k| (k, &self.calls[k]));
+        let most_recent = |it: &mut dyn Iterator<Item = (usize, &StreamedCall)>| {
+            it.max_by_key(|(_, c)| c.touched).map(|(k, _)| k)
+        };
+        if let Some(id) = id {
+            let found = open()
+                .find(|(_, c)| c.id.as_deref() == Some(id))
+                .map(|(k, _)| k);
+            return Some(found.map_or(Route::New, Route::Existing));
+        }
+        if has_name {
+            return Some(Route::New);
+        }
+        if partial_args.is_empty() {
+            return most_recent(&mut open()).map(Route::Existing);
+        }
+        let paths: Vec<Vec<Segment>> = partial_args
+            .iter()
+            .filter_map(|arg| match arg.get("jsonPath") {
+                Some(Value::String(path)) => json_path::parse(path, max_index).ok(),
+                _ => None,
+            })
+            .collect();
+        let holding = most_recent(
+            &mut open().filter(|(_, c)| paths.iter().any(|p| json_path::holds_value(&c.args, p))),
+        );
+        Some(match holding.or_else(|| most_recent(&mut open())) {
+            Some(k) => Route::Existing(k),
+            None => Route::New,
+        })
+    }
+}
+
+pub(super) fn close_call(
+    candidate: u32,
+    call: &mut StreamedCall,
+    want_deltas: bool,
+    deltas: &mut Vec<Delta>,
+    warnings: &mut Vec<Diagnostic>,
+) {
+    if call.name.is_some() {
+        if want_deltas {
+            deltas.push(Delta::CallEnd {
+                candidate,
+                index: call.slot,
+                call: call.call_value(),
+            });
+        }
+    } else {
+        // RULE C6, C12: left out of the parts, reported with its args.
+        warnings.push(Diagnostic::NamelessStreamedCall {
+            candidate,
+            part: call.slot,
+            call_id: call.id.clone(),
+            args: Value::Object(call.args.clone()),
+        });
+    }
+}
+
+pub(super) fn id_and_name(call: &Value) -> (Option<String>, Option<String>) {
+    let get = |key: &str| call.get(key).and_then(Value::as_str).map(str::to_owned);
+    (get("id"), get("name"))
+}
+
+pub(super) fn string_field(map: &Map<String, Value>, key: &str) -> Option<String> {
+    match map.get(key) {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// C4/C9: applies one partial arg; `Ok(None)` when it has no value key.
+pub(super) fn apply_partial_arg(
+    args: &mut Map<String, Value>,
+    arg: &Map<String, Value>,
+    max_index: usize,
+) -> Result<Option<(String, Value)>, String> {
+    let Some((key, value)) = ["stringValue", "numberValue", "boolValue", "nullValue"]
+        .into_iter()
+        .find_map(|k| arg.get(k).map(|v| (k, v)))
+    else {
+        return Ok(None);
+    };
+    let write = match (key, value) {
+        ("stringValue", Value::String(s)) => Write::AppendString(s),
+        ("stringValue", _) => return Err("stringValue is not a string".into()),
+        ("numberValue", Value::Number(_)) => Write::Replace(value.clone()),
+        ("numberValue", _) => return Err("numberValue is not a number".into()),
+        ("boolValue", Value::Bool(_)) => Write::Replace(value.clone()),
+        ("boolValue", _) => return Err("boolValue is not a boolean".into()),
+        _ => Write::Replace(Value::Null),
+    };
+    let Some(Value::String(path)) = arg.get("jsonPath") else {
+        return Err("unsupported jsonPath syntax".into());
+    };
+    let segments = json_path::parse(path, max_index).map_err(|e| match e {
+        PathError::Syntax => "unsupported jsonPath syntax".to_owned(),
+        PathError::IndexAboveMax => format!("array index above max_array_index ({max_index})"),
+        PathError::TooDeep => format!("jsonPath deeper than {} segments", json_path::MAX_SEGMENTS),
+    })?;
+    let delta_value = match &write {
+        Write::AppendString(s) => Value::String((*s).to_owned()),
+        Write::Replace(v) => v.clone(),
+    };
+    json_path::write(args, &segments, write).map_err(|e| match e {
+        WriteError::TypeConflict => "type conflict with the existing value".to_owned(),
+        // C16: the reason names its rule, the warning keeps the C5 form.
+        WriteError::TooFar { index, len } => format!(
+            "array index {index} is more than {} past the end of an array of {len} (C16)",
+            json_path::PAD_SLACK
+        ),
+    })?;
+    Ok(Some((path.clone(), delta_value)))
+}
+
+/// RULE C5: the diagnostic of a skipped partial arg, by what its jsonPath is.
+fn skipped_arg(candidate: u32, part: usize, path: Option<&Value>, reason: String) -> Diagnostic {
+    match path {
+        Some(Value::String(s)) => Diagnostic::PartialArgSkipped {
+            candidate,
+            part,
+            json_path: s.clone(),
+            reason,
+        },
+        None => Diagnostic::PartialArgPathMissing {
+            candidate,
+            part,
+            reason,
+        },
+        Some(_) => Diagnostic::PartialArgPathNotString {
+            candidate,
+            part,
+            reason,
+        },
+    }
+}

@@ -1,0 +1,246 @@
+//! Candidate state (E4 index order, E5 metadata, E7 candidate shapes) and
+//! its rendering into a `CandidateResult`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::calls::StreamedCall;
+use super::merge::{merge_citations, shape};
+use super::{CandidateResult, Delta, State};
+use crate::event::{CandidateIn, Shaped};
+
+/// Candidate indices must be below this (E7).
+pub(super) const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PartKind {
+    /// A P3 part: string `text` plus other keys.
+    Text { thought: bool },
+    /// A complete function-call part (C1).
+    Call,
+    /// Every other kept part (P4).
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Slot {
+    /// A merged run of plain text parts (P1).
+    Run { text: String, thought: bool },
+    /// A part kept byte-exact (P3, P4, complete calls).
+    Kept {
+        part: Map<String, Value>,
+        kind: PartKind,
+    },
+    /// A streamed call, by its index in `CandidateState::calls` (C3).
+    Streamed(usize),
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct CandidateState {
+    pub(super) index: u32,
+    pub(super) slots: Vec<Slot>,
+    /// The slot of the text run that the next plain text part may extend.
+    pub(super) run: Option<usize>,
+    pub(super) calls: Vec<StreamedCall>,
+    pub(super) finish_reason: Option<String>,
+    pub(super) finish_message: Option<String>,
+    pub(super) metadata: Map<String, Value>,
+    /// E9a: identities of the kept citation entries, per list key.
+    pub(super) citation_seen: HashMap<String, HashSet<String>>,
+    /// Indices into `calls` of the open calls, in slot order (C14).
+    pub(super) open: Vec<usize>,
+}
+
+impl CandidateState {
+    pub(super) fn new(index: u32) -> Self {
+        Self {
+            index,
+            slots: Vec::new(),
+            run: None,
+            calls: Vec::new(),
+            finish_reason: None,
+            finish_message: None,
+            metadata: Map::new(),
+            citation_seen: HashMap::new(),
+            open: Vec::new(),
+        }
+    }
+
+    /// The result of this candidate, consuming the state (`close()` moves
+    /// every part out instead of copying it; `snapshot()` renders a clone).
+    pub(super) fn into_result(self) -> CandidateResult {
+        let mut out = CandidateResult {
+            index: self.index,
+            parts: Vec::with_capacity(self.slots.len()),
+            text: String::new(),
+            thought_text: String::new(),
+            call_parts: Vec::new(),
+            unfinished_calls: Vec::new(),
+            finish_reason: self.finish_reason,
+            finish_message: self.finish_message,
+            metadata: self.metadata,
+        };
+        let mut calls: Vec<Option<StreamedCall>> = self.calls.into_iter().map(Some).collect();
+        for slot in self.slots {
+            match slot {
+                Slot::Run { text, thought } => {
+                    push_text(&mut out, &text, thought);
+                    let mut part = Map::new();
+                    part.insert("text".into(), Value::String(text));
+                    if thought {
+                        part.insert("thought".into(), Value::Bool(true));
+                    }
+                    out.parts.push(Value::Object(part));
+                }
+                Slot::Kept { part, kind } => {
+                    match kind {
+                        PartKind::Text { thought } => {
+                            if let Some(Value::String(text)) = part.get("text") {
+                                push_text(&mut out, text, thought);
+                            }
+                        }
+                        PartKind::Call => out.call_parts.push(out.parts.len()),
+                        PartKind::Other => {}
+                    }
+                    out.parts.push(Value::Object(part));
+                }
+                Slot::Streamed(k) => {
+                    let Some(call) = calls.get_mut(k).and_then(Option::take) else {
+                        continue;
+                    };
+                    let unfinished = call.flushed || self.open.contains(&k);
+                    if let Some(part) = call.into_part() {
+                        if unfinished {
+                            out.unfinished_calls.push(out.parts.len());
+                        }
+                        out.call_parts.push(out.parts.len());
+                        out.parts.push(part);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+pub(super) fn push_text(out: &mut CandidateResult, text: &str, thought: bool) {
+    if thought {
+        out.thought_text.push_str(text);
+    } else {
+        out.text.push_str(text);
+    }
+}
+
+impl State {
+    /// RULE E11: found by index in O(1) whatever the arrival order.
+    pub(super) fn candidate_position(&mut self, index: u32) -> usize {
+        // The usual stream has one candidate: a short scan beats hashing.
+        let found = if self.candidates.len() <= 8 {
+            self.candidates.iter().position(|c| c.index == index)
+        } else {
+            self.positions.get(&index).copied()
+        };
+        found.unwrap_or_else(|| {
+            let pos = self.candidates.len();
+            self.candidates.push(CandidateState::new(index));
+            self.positions.insert(index, pos);
+            pos
+        })
+    }
+
+    /// Positions of the candidates in index order (E4).
+    pub(super) fn in_index_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        order.sort_unstable_by_key(|&pos| self.candidates[pos].index);
+        order
+    }
+
+    pub(super) fn apply_candidate(
+        &mut self,
+        event: u64,
+        j: usize,
+        candidate: Shaped<CandidateIn<'_>>,
+        deltas: &mut Vec<Delta>,
+    ) {
+        let Shaped::Expected(cand) = candidate else {
+            self.warn(shape(event, &format!("candidates[{j}]"), "an object"));
+            return;
+        };
+        let index = match cand.index {
+            None | Some(Value::Null) => 0,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|i| i < MAX_CANDIDATE_INDEX) => {
+                u32::try_from(n.as_u64().unwrap_or(0)).unwrap_or(0)
+            }
+            Some(_) => {
+                self.warn(shape(
+                    event,
+                    &format!("candidates[{j}].index"),
+                    "a non-negative integer below 2^31",
+                ));
+                return;
+            }
+        };
+        let pos = self.candidate_position(index);
+        match cand.content {
+            None | Some(Shaped::Null) => {}
+            Some(Shaped::Expected(content)) => match content.parts {
+                None | Some(Shaped::Null) => {}
+                Some(Shaped::Expected(parts)) => {
+                    for (p, part) in parts.into_iter().enumerate() {
+                        self.apply_part(event, j, p, pos, part, deltas);
+                    }
+                }
+                Some(Shaped::Other(_)) => {
+                    self.warn(shape(
+                        event,
+                        &format!("candidates[{j}].content.parts"),
+                        "a list",
+                    ));
+                }
+            },
+            Some(Shaped::Other(_)) => self.warn(shape(
+                event,
+                &format!("candidates[{j}].content"),
+                "an object",
+            )),
+        }
+        if let Some(Value::String(reason)) = cand.finish_reason {
+            if !reason.is_empty() {
+                if self.opts.deltas {
+                    deltas.push(Delta::Finish {
+                        candidate: index,
+                        reason: reason.clone(),
+                    });
+                }
+                self.candidates[pos].finish_reason = Some(reason);
+            }
+        }
+        if let Some(Value::String(message)) = cand.finish_message {
+            if !message.is_empty() {
+                self.candidates[pos].finish_message = Some(message);
+            }
+        }
+        for (key, value) in cand.rest {
+            if value.is_null() {
+                continue;
+            }
+            if key == "citationMetadata" {
+                match value {
+                    Value::Object(citations) => {
+                        let cand = &mut self.candidates[pos];
+                        merge_citations(&mut cand.metadata, &mut cand.citation_seen, citations);
+                    }
+                    _ => self.warn(shape(
+                        event,
+                        &format!("candidates[{j}].citationMetadata"),
+                        "an object",
+                    )),
+                }
+            } else {
+                // E5: last non-null wins, first-arrival position kept.
+                self.candidates[pos].metadata.insert(key, value);
+            }
+        }
+    }
+}

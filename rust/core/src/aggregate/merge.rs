@@ -1,0 +1,180 @@
+//! Event-level merging (E rules): last non-null wins (E3), usage merged field by
+//! field, citations deduplicated (E9), responseId changes (E10), shape warnings (E7).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::q;
+use super::render::write_cj;
+use crate::diagnostics::Diagnostic;
+use crate::event::TextOrValue;
+
+/// Objects with at most this many keys are merged without a hash map.
+pub(super) const SMALL_OBJECT: usize = 16;
+
+/// E9: citation lists concatenated without exact duplicates; other keys last non-null.
+/// `seen` holds the identities of the entries kept in each list, so that a
+/// duplicate is found in O(1) (E9a).
+pub(super) fn merge_citations(
+    meta: &mut Map<String, Value>,
+    seen: &mut HashMap<String, HashSet<String>>,
+    incoming: Map<String, Value>,
+) {
+    let slot = meta
+        .entry("citationMetadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    let Value::Object(kept) = slot else { return };
+    for (key, value) in incoming {
+        if value.is_null() {
+            continue;
+        }
+        let is_list_key = key == "citations" || key == "citationSources";
+        match (is_list_key, value) {
+            (true, Value::Array(new)) => {
+                let known = seen.entry(key.clone()).or_default();
+                let list = if let Some(Value::Array(old)) = kept.get_mut(&key) {
+                    old
+                } else {
+                    known.clear();
+                    kept.insert(key.clone(), Value::Array(Vec::new()));
+                    match kept.get_mut(&key) {
+                        Some(Value::Array(old)) => old,
+                        _ => continue,
+                    }
+                };
+                for entry in new {
+                    let mut id = String::new();
+                    write_identity(&entry, &mut id);
+                    if known.insert(id) {
+                        list.push(entry);
+                    }
+                }
+            }
+            (_, value) => {
+                seen.remove(&key);
+                kept.insert(key, value);
+            }
+        }
+    }
+}
+
+/// E10: the diagnostic for a `responseId` that differs from the one kept, if it does.
+pub(super) fn response_id_change(
+    event: u64,
+    kept: Option<&Value>,
+    new: Option<&TextOrValue<'_>>,
+) -> Option<Diagnostic> {
+    let kept = kept?;
+    let changed = match new? {
+        TextOrValue::Text(text) => !matches!(kept, Value::String(s) if s == text),
+        TextOrValue::Value(Value::Null) => false,
+        TextOrValue::Value(value) => kept != value,
+    };
+    changed.then(|| Diagnostic::ResponseIdChanged {
+        event,
+        kept_id: kept.clone(),
+        new_id: match new {
+            Some(TextOrValue::Text(text)) => Value::String(text.to_string()),
+            Some(TextOrValue::Value(value)) => value.clone(),
+            None => Value::Null,
+        },
+    })
+}
+
+/// The E9a identity of a JSON value: compact JSON with object keys sorted,
+/// so that key order does not matter while `1`, `1.0` and `true` differ.
+pub(super) fn write_identity(v: &Value, out: &mut String) {
+    match v {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_identity(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&q(k));
+                out.push(':');
+                write_identity(item, out);
+            }
+            out.push('}');
+        }
+        scalar => write_cj(scalar, out),
+    }
+}
+
+/// E3: a later non-null value replaces an earlier one; a string equal to
+/// the kept one (the usual case: the same model version on every event) is
+/// not copied again.
+pub(super) fn set_last(field: &mut Option<Value>, value: Option<TextOrValue<'_>>) {
+    match value {
+        None | Some(TextOrValue::Value(Value::Null)) => {}
+        Some(TextOrValue::Text(text)) => {
+            if !matches!(field, Some(Value::String(kept)) if *kept == text) {
+                *field = Some(Value::String(text.into_owned()));
+            }
+        }
+        Some(TextOrValue::Value(value)) => *field = Some(value),
+    }
+}
+
+/// E3 for one object: each key's last value in the object (JSON objects keep
+/// the last of duplicate keys) replaces the kept one unless it is null; new
+/// keys are added in order of first appearance.
+pub(super) fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
+    if entries.len() > SMALL_OBJECT {
+        // Many keys: collapse duplicates through a map (first position, last
+        // value, as a JSON object reads) so the cost stays linear.
+        let mut object = Map::with_capacity(entries.len());
+        for (key, value) in entries {
+            object.insert(key.into_owned(), value);
+        }
+        for (key, value) in object {
+            if !value.is_null() {
+                kept.insert(key, value); // an existing key keeps its position
+            }
+        }
+        return;
+    }
+    for i in 0..entries.len() {
+        let key = &entries[i].0;
+        if entries[..i].iter().any(|(k, _)| k == key) {
+            continue; // a duplicate, handled with its first appearance
+        }
+        let last = entries.iter().rposition(|(k, _)| k == key).unwrap_or(i);
+        let value = std::mem::take(&mut entries[last].1);
+        if value.is_null() {
+            continue;
+        }
+        let key = &entries[i].0;
+        match kept.get_mut(key.as_ref()) {
+            Some(slot) => *slot = value,
+            None => {
+                kept.insert(key.to_string(), value);
+            }
+        }
+    }
+}
+
+pub(super) fn shape(event: u64, place: &str, expected: &str) -> Diagnostic {
+    Diagnostic::WrongShape {
+        event,
+        path: place.to_owned(),
+        expected: expected.to_owned(),
+    }
+}

@@ -1,0 +1,420 @@
+//! The aggregation state machine: event payloads -> the aggregated model turn
+//! (aggregation.md E, P, C rules; addendum E7-E9, P7-P9, C8-C12, D1-D3).
+
+mod calls;
+mod candidate;
+mod merge;
+mod parts;
+mod render;
+mod response;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::diagnostics::Diagnostic;
+use crate::error::MalformedStream;
+use crate::event::{event_from_map, parse_event, EventIn, Fields, ParseError, Shaped};
+use crate::framing::{BodyFramer, Frame};
+
+use candidate::CandidateState;
+use merge::{merge_fields, response_id_change, set_last, shape};
+pub use render::{cj, py_float_repr, q};
+pub use response::{content_value, CallRef, CandidateResult, Response};
+
+/// The largest `max_array_index` accepted (D2b).
+pub const MAX_ARRAY_INDEX_CAP: usize = (1 << 31) - 1;
+/// The largest `max_event_bytes` accepted (D2b): Python's `sys.maxsize`.
+pub const MAX_EVENT_BYTES_CAP: usize = isize::MAX as usize;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub deltas: bool,
+    pub strict: bool,
+    pub max_event_bytes: usize,
+    pub max_array_index: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            deltas: true,
+            strict: true,
+            max_event_bytes: 64 * 1024 * 1024,
+            max_array_index: 10_000,
+        }
+    }
+}
+
+/// What `feed()` reports for live display (aggregation.md "Deltas").
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta {
+    Text {
+        candidate: u32,
+        index: usize,
+        text: String,
+        thought: bool,
+    },
+    CallStart {
+        candidate: u32,
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+    },
+    Arg {
+        candidate: u32,
+        index: usize,
+        json_path: String,
+        value: Value,
+    },
+    CallEnd {
+        candidate: u32,
+        index: usize,
+        call: Value,
+    },
+    Finish {
+        candidate: u32,
+        reason: String,
+    },
+    StreamError {
+        error: Value,
+    },
+}
+
+/// `feed*()` after `close()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// At most this many warnings are kept (D7); the others are counted.
+const MAX_WARNINGS: usize = 1000;
+
+/// The warnings of a stream, bounded (D7): bad input cannot make them grow
+/// without limit (`strict=False` turns every bad event into one).
+#[derive(Debug, Default)]
+struct Warnings {
+    kept: Vec<Diagnostic>,
+    dropped: u64,
+}
+
+impl Warnings {
+    fn push(&mut self, diagnostic: Diagnostic) {
+        if self.kept.len() < MAX_WARNINGS {
+            self.kept.push(diagnostic);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn append(&mut self, diagnostics: &mut Vec<Diagnostic>) {
+        for diagnostic in diagnostics.drain(..) {
+            self.push(diagnostic);
+        }
+    }
+
+    /// The kept warnings, then one that counts the others.
+    fn render(&self) -> Vec<Diagnostic> {
+        let mut out = self.kept.clone();
+        if self.dropped > 0 {
+            // RULE D7, X3: one diagnostic counts the ones not kept.
+            out.push(Diagnostic::WarningsDropped {
+                count: self.dropped,
+                limit: MAX_WARNINGS as u64,
+            });
+        }
+        out
+    }
+}
+
+/// Everything but the framer, so a frame callback can borrow it mutably.
+#[derive(Debug)]
+struct State {
+    opts: Options,
+    /// In order of first arrival; `positions` finds one by index in O(1), and
+    /// results list them in index order (E4).
+    candidates: Vec<CandidateState>,
+    positions: HashMap<u32, usize>,
+    usage: Option<Map<String, Value>>,
+    model_version: Option<Value>,
+    response_id: Option<Value>,
+    create_time: Option<Value>,
+    prompt_feedback: Option<Value>,
+    error: Option<Value>,
+    warnings: Warnings,
+    truncated: bool,
+    events_seen: u64,
+    bytes_seen: u64,
+    clock: u64,
+}
+
+/// The streaming aggregator: feed body bytes, get deltas, close for the result.
+pub struct Aggregator {
+    framer: BodyFramer,
+    state: State,
+    /// `finish()` ran: the input is over (D5).
+    ended: bool,
+    closed: Option<Arc<Response>>,
+}
+
+impl Aggregator {
+    #[must_use]
+    pub fn new(opts: Options) -> Self {
+        Self {
+            framer: BodyFramer::new(opts.max_event_bytes),
+            state: State {
+                opts,
+                candidates: Vec::new(),
+                positions: HashMap::new(),
+                usage: None,
+                model_version: None,
+                response_id: None,
+                create_time: None,
+                prompt_feedback: None,
+                error: None,
+                warnings: Warnings::default(),
+                truncated: false,
+                events_seen: 0,
+                bytes_seen: 0,
+                clock: 0,
+            },
+            ended: false,
+            closed: None,
+        }
+    }
+
+    #[must_use]
+    pub fn events_seen(&self) -> u64 {
+        self.state.events_seen
+    }
+
+    #[must_use]
+    pub fn bytes_seen(&self) -> u64 {
+        self.state.bytes_seen
+    }
+
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.ended
+    }
+
+    /// Feeds raw body bytes (any split). Deltas go to `deltas`; the returned
+    /// list holds the payloads that were skipped as malformed (F8, F10),
+    /// empty with `strict = false` (they become warnings).
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Vec<MalformedStream>, Closed> {
+        if self.ended {
+            return Err(Closed);
+        }
+        let mut errors = Vec::new();
+        let state = &mut self.state;
+        self.framer.feed(data, &mut |frame| {
+            state.on_frame(frame, deltas, &mut errors);
+        });
+        state.bytes_seen += data.len() as u64;
+        Ok(errors)
+    }
+
+    /// Feeds one complete payload (`feed_event`, D3).
+    pub fn feed_event(
+        &mut self,
+        payload: &[u8],
+        deltas: &mut Vec<Delta>,
+    ) -> Result<Vec<MalformedStream>, Closed> {
+        if self.ended {
+            return Err(Closed);
+        }
+        let mut errors = Vec::new();
+        let offset = self.state.bytes_seen;
+        self.state.bytes_seen += payload.len() as u64;
+        if payload.len() > self.state.opts.max_event_bytes {
+            let index = self.state.next_event_index();
+            let err = MalformedStream::too_large(offset, index, self.state.opts.max_event_bytes);
+            self.state.report(err, &mut errors);
+        } else {
+            self.state.on_payload(offset, payload, deltas, &mut errors);
+        }
+        Ok(errors)
+    }
+
+    /// Feeds one already parsed payload (`feed_chunk`, D3).
+    pub fn feed_value(
+        &mut self,
+        payload: Map<String, Value>,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<(), Closed> {
+        if self.ended {
+            return Err(Closed);
+        }
+        let index = self.state.next_event_index();
+        self.state
+            .apply_event(index, event_from_map(payload), deltas);
+        Ok(())
+    }
+
+    /// The current state rendered, without changing it.
+    #[must_use]
+    pub fn snapshot(&self) -> Response {
+        match &self.closed {
+            Some(done) => (**done).clone(),
+            None => self.state.render(),
+        }
+    }
+
+    /// Ends the input (F6, F14, C12): the final line, a pending event and the
+    /// open calls are processed, their deltas go to `deltas` (D5). Later
+    /// calls do nothing; `feed*` is refused afterwards.
+    pub fn finish(&mut self, deltas: &mut Vec<Delta>) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let mut errors = Vec::new();
+        let state = &mut self.state;
+        self.framer
+            .close(&mut |frame| state.on_frame(frame, deltas, &mut errors));
+        // close() never raises: a bad payload completed by the final line is a warning.
+        for err in errors {
+            state.warn(err.diagnostic);
+        }
+        if state.bytes_seen > 0 && state.events_seen == 0 {
+            state.warn(Diagnostic::NoEventFound {
+                bytes: state.bytes_seen,
+            });
+        }
+        state.close_open_calls(deltas);
+    }
+
+    /// Ends the stream (`finish()` unless done) and returns the result;
+    /// idempotent (D3).
+    pub fn close(&mut self) -> Arc<Response> {
+        if let Some(done) = &self.closed {
+            return Arc::clone(done);
+        }
+        self.finish(&mut Vec::new());
+        let done = Arc::new(self.state.finish());
+        self.closed = Some(Arc::clone(&done));
+        done
+    }
+}
+
+impl State {
+    fn next_event_index(&mut self) -> u64 {
+        let index = self.events_seen;
+        self.events_seen += 1;
+        index
+    }
+
+    fn warn(&mut self, diagnostic: Diagnostic) {
+        self.warnings.push(diagnostic);
+    }
+
+    fn report(&mut self, err: MalformedStream, errors: &mut Vec<MalformedStream>) {
+        if self.opts.strict {
+            errors.push(err);
+        } else {
+            self.warn(err.diagnostic);
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: Frame<'_>,
+        deltas: &mut Vec<Delta>,
+        errors: &mut Vec<MalformedStream>,
+    ) {
+        match frame {
+            Frame::Payload { offset, data } => self.on_payload(offset, data, deltas, errors),
+            Frame::TooLarge { offset } => {
+                let index = self.next_event_index();
+                let err = MalformedStream::too_large(offset, index, self.opts.max_event_bytes);
+                self.report(err, errors);
+            }
+            Frame::Warning(diagnostic) => self.warn(diagnostic),
+            Frame::Unterminated { offset, data } => match parse_event(data) {
+                Ok(event) => {
+                    self.warn(Diagnostic::UnterminatedEventProcessed { offset });
+                    let index = self.next_event_index();
+                    self.apply_event(index, event, deltas);
+                }
+                _ => self.drop_incomplete(offset),
+            },
+            Frame::Incomplete { offset } => self.drop_incomplete(offset),
+        }
+    }
+
+    fn drop_incomplete(&mut self, offset: u64) {
+        self.truncated = true;
+        self.warn(Diagnostic::IncompleteEventDropped { offset });
+    }
+
+    /// F8/F10: UTF-8, then JSON, then "is an object".
+    fn on_payload(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        deltas: &mut Vec<Delta>,
+        errors: &mut Vec<MalformedStream>,
+    ) {
+        let index = self.next_event_index();
+        match parse_event(data) {
+            Ok(event) => self.apply_event(index, event, deltas),
+            Err(ParseError::InvalidUtf8) => {
+                self.report(MalformedStream::invalid_utf8(offset, index), errors);
+            }
+            Err(ParseError::NotAnObject) => {
+                self.report(MalformedStream::not_an_object(offset, index), errors);
+            }
+            Err(ParseError::InvalidJson) => {
+                self.report(MalformedStream::invalid_json(offset, index), errors);
+            }
+        }
+    }
+
+    /// RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
+    fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
+        if let Some(error) = payload.error.filter(|e| !e.is_null()) {
+            // E1, E8: recorded verbatim, the payload contributes nothing else.
+            if self.opts.deltas {
+                deltas.push(Delta::StreamError {
+                    error: error.clone(),
+                });
+            }
+            self.error = Some(error);
+            return;
+        }
+        match payload.candidates {
+            // RULE E2: a payload without candidates is normal (metadata-only chunks).
+            None | Some(Shaped::Null) => {}
+            Some(Shaped::Expected(items)) => {
+                for (j, candidate) in items.into_iter().enumerate() {
+                    self.apply_candidate(event, j, candidate, deltas);
+                }
+            }
+            Some(Shaped::Other(_)) => self.warn(shape(event, "candidates", "a list")),
+        }
+        match payload.usage {
+            None | Some(Shaped::Null) => {}
+            Some(Shaped::Expected(Fields(entries))) => {
+                // E3: running totals, merged field by field.
+                merge_fields(self.usage.get_or_insert_with(Map::new), entries);
+            }
+            Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
+        }
+        set_last(&mut self.model_version, payload.model_version);
+        if let Some(diagnostic) = response_id_change(
+            event,
+            self.response_id.as_ref(),
+            payload.response_id.as_ref(),
+        ) {
+            self.warn(diagnostic);
+        }
+        set_last(&mut self.response_id, payload.response_id);
+        set_last(&mut self.create_time, payload.create_time);
+        set_last(&mut self.prompt_feedback, payload.prompt_feedback);
+    }
+}

@@ -1,0 +1,205 @@
+//! The result of aggregation (api.md `AggregatedResponse`, `Candidate`; D rules):
+//! what `close()` and `snapshot()` return and its `GenerateContentResponse` form (D2).
+
+use serde_json::{Map, Value};
+
+use super::candidate::CandidateState;
+use super::State;
+use crate::diagnostics::Diagnostic;
+
+/// One candidate of the result (api.md `Candidate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateResult {
+    pub index: u32,
+    pub parts: Vec<Value>,
+    pub text: String,
+    pub thought_text: String,
+    /// Indices into `parts` of the function-call parts (C11), in part order.
+    pub call_parts: Vec<usize>,
+    /// Indices into `parts` of the streamed calls the model did not finish (C13).
+    pub unfinished_calls: Vec<usize>,
+    pub finish_reason: Option<String>,
+    pub finish_message: Option<String>,
+    pub metadata: Map<String, Value>,
+}
+
+/// The aggregate (api.md `AggregatedResponse`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Response {
+    pub candidates: Vec<CandidateResult>,
+    pub usage: Option<Value>,
+    pub model_version: Option<Value>,
+    pub response_id: Option<Value>,
+    pub create_time: Option<Value>,
+    pub prompt_feedback: Option<Value>,
+    pub error: Option<Value>,
+    pub complete: bool,
+    pub truncated: bool,
+    /// X3: what was skipped, repaired or dropped, in order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Response {
+    /// X3: the rendered diagnostics.
+    #[must_use]
+    pub fn warnings(&self) -> Vec<String> {
+        self.diagnostics.iter().map(Diagnostic::message).collect()
+    }
+
+    /// Candidate 0, which the flat accessors describe (E4).
+    #[must_use]
+    pub fn first(&self) -> Option<&CandidateResult> {
+        self.candidates.iter().find(|c| c.index == 0)
+    }
+
+    /// A GenerateContentResponse-shaped value (D2).
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        let candidates = self
+            .candidates
+            .iter()
+            .map(CandidateResult::to_value)
+            .collect();
+        out.insert("candidates".into(), Value::Array(candidates));
+        if let Some(u) = &self.usage {
+            out.insert("usageMetadata".into(), u.clone());
+        }
+        for (key, value) in [
+            ("modelVersion", &self.model_version),
+            ("responseId", &self.response_id),
+            ("createTime", &self.create_time),
+            ("promptFeedback", &self.prompt_feedback),
+            ("error", &self.error),
+        ] {
+            if let Some(v) = value {
+                out.insert(key.into(), v.clone());
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+/// One entry of `function_calls` (C11), borrowed from its part.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallRef<'a> {
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    /// None stands for `{}` (no args object on the part).
+    pub args: Option<&'a Value>,
+}
+
+impl CallRef<'_> {
+    /// `{"id": id or None, "name": name or None, "args": args or {}}`.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        call_dict(
+            self.id.map(str::to_owned),
+            self.name.map(str::to_owned),
+            self.args
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        )
+    }
+}
+
+/// C11 read from a function-call part: `id` and `name` only when strings,
+/// `args` only when an object.
+pub(super) fn call_ref(fc: Option<&Value>) -> CallRef<'_> {
+    CallRef {
+        id: fc.and_then(|fc| fc.get("id")).and_then(Value::as_str),
+        name: fc.and_then(|fc| fc.get("name")).and_then(Value::as_str),
+        args: fc.and_then(|fc| fc.get("args")).filter(|a| a.is_object()),
+    }
+}
+
+impl CandidateResult {
+    /// The function calls of this candidate, in part order (C11).
+    pub fn function_calls(&self) -> impl Iterator<Item = CallRef<'_>> {
+        self.call_parts
+            .iter()
+            .filter_map(|&i| self.parts.get(i))
+            .map(|part| call_ref(part.get("functionCall")))
+    }
+
+    #[must_use]
+    pub fn content(&self) -> Value {
+        content_value(self.parts.clone())
+    }
+
+    pub(super) fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("content".into(), self.content());
+        if let Some(r) = &self.finish_reason {
+            out.insert("finishReason".into(), Value::String(r.clone()));
+        }
+        if let Some(m) = &self.finish_message {
+            out.insert("finishMessage".into(), Value::String(m.clone()));
+        }
+        for (k, v) in &self.metadata {
+            out.insert(k.clone(), v.clone());
+        }
+        out.insert("index".into(), Value::from(self.index));
+        Value::Object(out)
+    }
+}
+
+/// `{"role": "model", "parts": parts}`.
+#[must_use]
+pub fn content_value(parts: Vec<Value>) -> Value {
+    let mut content = Map::new();
+    content.insert("role".into(), Value::String("model".into()));
+    content.insert("parts".into(), Value::Array(parts));
+    Value::Object(content)
+}
+
+pub(super) fn call_dict(id: Option<String>, name: Option<String>, args: Value) -> Value {
+    let mut call = Map::new();
+    call.insert("id".into(), id.map_or(Value::Null, Value::String));
+    call.insert("name".into(), name.map_or(Value::Null, Value::String));
+    call.insert("args".into(), args);
+    Value::Object(call)
+}
+
+impl State {
+    /// The current state as a result, unchanged (`snapshot()`).
+    pub(super) fn render(&self) -> Response {
+        let candidates = self
+            .in_index_order()
+            .into_iter()
+            .map(|pos| self.candidates[pos].clone().into_result());
+        self.response(candidates.collect())
+    }
+
+    /// The final result, moving the parts out of the state (`close()`).
+    pub(super) fn finish(&mut self) -> Response {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.sort_unstable_by_key(|c| c.index);
+        self.response(
+            candidates
+                .into_iter()
+                .map(CandidateState::into_result)
+                .collect(),
+        )
+    }
+
+    pub(super) fn response(&self, candidates: Vec<CandidateResult>) -> Response {
+        // RULE E6: candidate 0 finished and no error was recorded.
+        let complete = self.error.is_none()
+            && candidates
+                .iter()
+                .any(|c| c.index == 0 && c.finish_reason.is_some());
+        Response {
+            candidates,
+            usage: self.usage.clone().map(Value::Object),
+            model_version: self.model_version.clone(),
+            response_id: self.response_id.clone(),
+            create_time: self.create_time.clone(),
+            prompt_feedback: self.prompt_feedback.clone(),
+            error: self.error.clone(),
+            complete,
+            truncated: self.truncated,
+            diagnostics: self.warnings.render(),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Tests of the aggregation pipeline through `Aggregator` (rules named per test).
+
+use super::calls::MAX_OPEN_CALLS;
+use super::*;
+use proptest::prelude::*;
+use serde_json::json;
+
+fn sse(events: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in events {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(e.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n\r\n");
+    }
+    out
+}
+
+fn run(events: &[Value]) -> (Arc<Response>, Vec<Delta>) {
+    let mut agg = Aggregator::new(Options::default());
+    let mut deltas = Vec::new();
+    let errors = agg.feed(&sse(events), &mut deltas);
+    assert_eq!(errors, Ok(vec![]));
+    (agg.close(), deltas)
+}
+
+impl CandidateResult {
+    fn new_empty() -> Self {
+        CandidateState::new(0).into_result()
+    }
+}
+
+#[test]
+fn e11_routing_sees_only_open_calls_and_at_most_64() {
+    let mut agg = Aggregator::new(Options::default());
+    let mut deltas = Vec::new();
+    let call = |name: bool, more: bool| {
+        let mut fc =
+            json!({"willContinue": more, "partialArgs": [{"jsonPath": "$.a", "numberValue": 1}]});
+        if name {
+            fc["name"] = json!("f");
+        }
+        parts_event(json!([{ "functionCall": fc }]))
+    };
+    // Sequential streamed calls: one open at a time, however many were closed.
+    for _ in 0..500 {
+        let body = sse(&[
+            call(true, true),
+            call(false, true),
+            json!({"candidates": [{"content": {"parts": [{"functionCall": {}}]}}]}),
+        ]);
+        assert_eq!(agg.feed(&body, &mut deltas), Ok(vec![]));
+        assert!(agg.state.candidates[0].open.is_empty());
+    }
+    // Calls left open: never more than 64 (C14).
+    for _ in 0..200 {
+        assert_eq!(agg.feed(&sse(&[call(true, true)]), &mut deltas), Ok(vec![]));
+    }
+    assert_eq!(agg.state.candidates[0].open.len(), MAX_OPEN_CALLS);
+    assert_eq!(agg.state.candidates[0].calls.len(), 700);
+    let result = agg.close();
+    assert_eq!(result.candidates[0].call_parts.len(), 700);
+    assert_eq!(result.warnings().len(), 136);
+}
+
+#[allow(clippy::needless_pass_by_value)] // called with json! literals
+fn parts_event(parts: Value) -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
+}
+
+#[test]
+fn p1_text_runs_merge_and_p3_signed_parts_stay_apart() {
+    let (res, deltas) = run(&[
+        parts_event(json!([{"text": "a", "thought": true}, {"text": "b", "thought": true}])),
+        parts_event(
+            json!([{"text": "c"}, {"text": "d", "thoughtSignature": "czE="}, {"text": "e"}]),
+        ),
+    ]);
+    let first = res
+        .first()
+        .cloned()
+        .unwrap_or_else(CandidateResult::new_empty);
+    assert_eq!(
+        first.parts,
+        vec![
+            json!({"text": "ab", "thought": true}),
+            json!({"text": "c"}),
+            json!({"text": "d", "thoughtSignature": "czE="}),
+            json!({"text": "e"}),
+        ]
+    );
+    assert_eq!(first.text, "cde");
+    assert_eq!(first.thought_text, "ab");
+    assert_eq!(deltas.len(), 5);
+    assert_eq!(
+        deltas[3],
+        Delta::Text {
+            candidate: 0,
+            index: 2,
+            text: "d".into(),
+            thought: false
+        }
+    );
+}
+
+#[test]
+fn c2_path_affinity_routes_fragments_without_ids() {
+    let fc = |v: Value| parts_event(json!([{"functionCall": v}]));
+    let (res, _) = run(&[
+        fc(
+            json!({"name": "a", "partialArgs": [{"jsonPath": "$.x", "stringValue": "P"}], "willContinue": true}),
+        ),
+        fc(
+            json!({"name": "b", "partialArgs": [{"jsonPath": "$.y", "stringValue": "Q"}], "willContinue": true}),
+        ),
+        fc(json!({"partialArgs": [{"jsonPath": "$.x", "stringValue": "R"}], "willContinue": true})),
+        fc(json!({})),
+        fc(json!({})),
+    ]);
+    let first = res
+        .first()
+        .cloned()
+        .unwrap_or_else(CandidateResult::new_empty);
+    assert_eq!(
+        first.parts,
+        vec![
+            json!({"functionCall": {"name": "a", "args": {"x": "PR"}}}),
+            json!({"functionCall": {"name": "b", "args": {"y": "Q"}}}),
+        ]
+    );
+}
+
+#[test]
+fn c13_only_a_call_flushed_at_close_is_unfinished() {
+    let (res, deltas) = run(&[
+        parts_event(json!([{"functionCall": {"name": "a", "willContinue": true}}])),
+        parts_event(json!([{"functionCall": {}}])),
+        parts_event(json!([{"functionCall": {"name": "b", "willContinue": true}}])),
+    ]);
+    assert_eq!(
+        res.first().map(|c| c.unfinished_calls.clone()),
+        Some(vec![1])
+    );
+    let ended: Vec<usize> = deltas
+        .iter()
+        .filter_map(|d| match d {
+            Delta::CallEnd { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![0]);
+}
+
+#[test]
+fn e10_changed_response_id_is_warned_about() {
+    let (res, _) = run(&[
+        json!({"responseId": "r1"}),
+        json!({"responseId": "r1"}),
+        json!({"responseId": "r2"}),
+    ]);
+    assert_eq!(
+        res.warnings(),
+        vec![
+            r#"E10: event 2: responseId changed from "r1" to "r2"; the body holds more than one response and they were aggregated as one model turn"#
+        ]
+    );
+}
+
+#[test]
+fn c12_nameless_call_left_out_with_warning() {
+    let (res, _) = run(&[parts_event(
+        json!([{"functionCall": {"id": "z", "partialArgs": [{"jsonPath": "$.v", "numberValue": 1.5e20}], "willContinue": true}}]),
+    )]);
+    assert_eq!(
+        res.warnings(),
+        vec![
+            r#"C6: candidate 0, part 0: a streamed function call with id "z" never received a name and was left out; its args: {"v":1.5e+20}"#
+        ]
+    );
+    assert!(res.first().is_some_and(|c| c.parts.is_empty()));
+}
+
+fn feed_all(pieces: &[&[u8]], strict: bool) -> (Vec<Delta>, Vec<MalformedStream>, Response) {
+    let mut agg = Aggregator::new(Options {
+        strict,
+        ..Options::default()
+    });
+    let (mut deltas, mut errors) = (Vec::new(), Vec::new());
+    for piece in pieces {
+        errors.extend(agg.feed(piece, &mut deltas).unwrap_or_default());
+    }
+    let done = agg.close();
+    (deltas, errors, (*done).clone())
+}
+
+/// Bytes that look like a Gemini stream often enough to reach deep states.
+fn streamish() -> impl Strategy<Value = Vec<u8>> {
+    let atoms = prop::sample::select(vec![
+        &b"data: "[..],
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b",",
+        b":",
+        b"\"",
+        b"\\",
+        b"\"candidates\"",
+        b"\"content\"",
+        b"\"parts\"",
+        b"\"text\"",
+        b"\"thought\"",
+        b"true",
+        b"\"functionCall\"",
+        b"\"partialArgs\"",
+        b"\"jsonPath\"",
+        b"\"$.a[0]\"",
+        b"\"stringValue\"",
+        b"\"willContinue\"",
+        b"\"name\"",
+        b"\"id\"",
+        b"\"error\"",
+        b"\"index\"",
+        b"1",
+        b"null",
+        b"\"thoughtSignature\"",
+        b"\"x\"",
+        b"\xff",
+        b"\xe6\xbc",
+        b" ",
+        b": c\n",
+    ]);
+    prop::collection::vec(atoms, 0..120).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// F7 and "no panic reachable from input": any bytes, any split, in
+    /// both modes, give the same deltas, errors and result as one piece.
+    #[test]
+    fn f7_any_bytes_any_split_never_panics(
+        body in prop_oneof![streamish(), prop::collection::vec(any::<u8>(), 0..300)],
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        strict in any::<bool>(),
+    ) {
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(body.len() + 1)).collect();
+        at.sort_unstable();
+        let mut pieces: Vec<&[u8]> = Vec::new();
+        let mut start = 0;
+        for &cut in &at {
+            pieces.push(&body[start..cut]);
+            start = cut;
+        }
+        pieces.push(&body[start..]);
+        let whole = feed_all(&[&body], strict);
+        let split = feed_all(&pieces, strict);
+        prop_assert_eq!(whole, split);
+    }
+}

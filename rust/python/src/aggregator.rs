@@ -1,0 +1,307 @@
+//! `StreamAggregator`: feeds the core and converts what it reports.
+
+use std::sync::Arc;
+
+use fastagg_core::aggregate::{
+    Aggregator, Delta, Options, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
+};
+use fastagg_core::error::MalformedStream;
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+use serde_json::Value;
+
+use crate::convert::{from_py, limit, with_bytes};
+use crate::deltas::deltas_to_py;
+use crate::errors::{closed_error, malformed_error};
+use crate::interactions;
+use crate::results::AggregatedResponse;
+
+/// Runs a core operation with enough stack for values nested 1024 levels
+/// deep (cloning, comparing and writing them recurse): on a thread with less
+/// than this left (a small thread stack), on a stack grown on the heap.
+// RULE D6: deep values on small thread stacks.
+pub(crate) fn deep_safe<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(CORE_STACK, 4 * CORE_STACK, f)
+}
+
+pub(crate) const CORE_STACK: usize = 1024 * 1024;
+
+// RULE D8: one feeding thread.
+pub(crate) const SECOND_FEEDER: &str =
+    "this StreamAggregator was fed from another thread first; an \
+     aggregator is fed from one thread (chunks from two threads would interleave): use one \
+     aggregator per stream";
+
+/// Aggregates the raw body of a Gemini `streamGenerateContent` response.
+///
+/// Feed the body bytes in any split with `feed()` (each call returns the live
+/// deltas its bytes completed), then call `close()` for the
+/// `AggregatedResponse`, whose `content` is the model turn to append to the
+/// history as it is: thought signatures byte-exact on the part they came on.
+/// SSE (`?alt=sse`) and JSON-array framing are detected from the first bytes.
+///
+/// Options (keyword-only):
+///
+/// - `api="generate_content"`: the body's format; `"interactions"` reads a
+///   streamed Interactions API body and `close()` returns an
+///   `InteractionResponse` (spec/interactions.md).
+/// - `deltas=True`: return deltas from `feed()`; `False` returns `[]` and
+///   skips building them (the fastest path when only the result is needed).
+/// - `strict=True`: a malformed event (bad JSON, not an object, bad UTF-8,
+///   over `max_event_bytes`) raises `MalformedStreamError` from the `feed()`
+///   that completed it, after the good events of that call were applied; its
+///   `.deltas` holds their deltas and `.errors` every error of the call.
+///   `False` skips such events with a warning on the result instead.
+/// - `max_event_bytes=67108864` (64 MiB): the largest single event payload;
+///   a bigger one is dropped (an error or a warning, as above) and memory
+///   stays bounded by the limit plus one chunk.
+/// - `max_array_index=10000`: the largest array index a streamed argument's
+///   `jsonPath` may write (`$.items[3]`); a larger one is skipped with a
+///   warning, so a hostile path cannot allocate without bound.
+///
+/// `feed(bytes)` returns a list of `Delta` (`TextDelta`, `CallStart`,
+/// `ArgDelta`, `CallEnd`, `Finish`, `StreamError`) and raises
+/// `MalformedStreamError` (strict mode) or `AggregatorClosed` (after
+/// `close()`). `feed_event()` takes one payload, `feed_chunk()` one parsed
+/// chunk (a REST dict or a google-genai response object). `snapshot()` shows
+/// the result so far without ending the stream.
+///
+/// The rules, by id (F framing, E events, P parts, C calls, D deltas):
+/// `spec/contract/aggregation.md` and `spec/aggregation.md` in the source
+/// distribution.
+#[pyclass(module = "fastagg._fastagg")]
+pub struct StreamAggregator {
+    core: Aggregator,
+    deltas: bool,
+    /// The result of `close()`, returned again by later calls (D3).
+    closed: Option<Py<AggregatedResponse>>,
+    /// The thread that fed it first; only it may feed (D8).
+    feeder: Option<std::thread::ThreadId>,
+    /// `api="interactions"`: every method goes there (interactions.md I1).
+    ix: Option<interactions::IxStream>,
+}
+
+impl StreamAggregator {
+    /// D8: chunks fed from two threads would interleave in an arbitrary order.
+    fn check_feeder(&mut self) -> PyResult<()> {
+        let me = std::thread::current().id();
+        match self.feeder {
+            None => self.feeder = Some(me),
+            Some(owner) if owner != me => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(SECOND_FEEDER));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    fn finish_feed<'py>(
+        &self,
+        py: Python<'py>,
+        deltas: Vec<Delta>,
+        result: Result<Vec<MalformedStream>, fastagg_core::aggregate::Closed>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let errors = result.map_err(|_| closed_error(py))?;
+        let list = if self.deltas {
+            deltas_to_py(py, deltas)?
+        } else {
+            PyList::empty(py)
+        };
+        if errors.is_empty() {
+            Ok(list)
+        } else {
+            Err(malformed_error(py, &errors, &list))
+        }
+    }
+}
+
+#[pymethods]
+impl StreamAggregator {
+    #[new]
+    #[pyo3(
+        signature = (*, api = "generate_content", deltas = true, strict = true, max_event_bytes = None, max_array_index = None),
+        text_signature = "(*, api='generate_content', deltas=True, strict=True, max_event_bytes=67108864, max_array_index=10000)"
+    )]
+    fn new(
+        py: Python<'_>,
+        api: &str,
+        deltas: bool,
+        strict: bool,
+        max_event_bytes: Option<&Bound<'_, PyAny>>,
+        max_array_index: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let defaults = Options::default();
+        let opts = Options {
+            deltas,
+            strict,
+            max_event_bytes: limit(
+                "max_event_bytes",
+                max_event_bytes,
+                defaults.max_event_bytes,
+                MAX_EVENT_BYTES_CAP,
+            )?,
+            max_array_index: limit(
+                "max_array_index",
+                max_array_index,
+                defaults.max_array_index,
+                MAX_ARRAY_INDEX_CAP,
+            )?,
+        };
+        Ok(Self {
+            core: Aggregator::new(opts),
+            deltas,
+            closed: None,
+            feeder: None,
+            ix: interactions::for_api(py, api, opts)?,
+        })
+    }
+
+    /// Feed raw body bytes (any split); returns the deltas of the events they
+    /// completed (`[]` with `deltas=False`). Raises `MalformedStreamError`
+    /// (strict mode; good events of the call are kept, their deltas in
+    /// `.deltas`) or `AggregatorClosed`.
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check_feeder()?;
+        if let Some(ix) = &mut self.ix {
+            return ix.feed(py, data);
+        }
+        let mut deltas = Vec::new();
+        let result = with_bytes(data, |bytes| {
+            deep_safe(|| self.core.feed(bytes, &mut deltas))
+        })?;
+        self.finish_feed(py, deltas, result)
+    }
+
+    /// Feed one complete `GenerateContentResponse` JSON payload.
+    fn feed_event<'py>(
+        &mut self,
+        py: Python<'py>,
+        payload: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check_feeder()?;
+        if let Some(ix) = &mut self.ix {
+            return ix.feed_event(py, payload);
+        }
+        let mut deltas = Vec::new();
+        let result = if let Ok(s) = payload.cast::<PyString>() {
+            if let Ok(text) = s.to_str() {
+                deep_safe(|| self.core.feed_event(text.as_bytes(), &mut deltas))
+            } else {
+                // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.
+                let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+                with_bytes(&raw, |bytes| {
+                    deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+                })?
+            }
+        } else {
+            with_bytes(payload, |bytes| {
+                deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+            })?
+        };
+        self.finish_feed(py, deltas, result)
+    }
+
+    /// Feed one parsed chunk: a REST camelCase dict or a google-genai response object.
+    fn feed_chunk<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if self.ix.is_some() {
+            return Err(interactions::IxStream::feed_chunk());
+        }
+        if self.core.is_closed() {
+            return Err(closed_error(py));
+        }
+        self.check_feeder()?;
+        let mapping = py
+            .import("fastagg._chunks")?
+            .call_method1("chunk_to_mapping", (chunk,))?;
+        let Value::Object(map) = from_py(&mapping, 0)? else {
+            return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
+        };
+        let mut deltas = Vec::new();
+        let result = deep_safe(|| self.core.feed_value(map, &mut deltas)).map(|()| Vec::new());
+        self.finish_feed(py, deltas, result)
+    }
+
+    /// The current state as an `AggregatedResponse`, without changing it
+    /// (after `close()`: the closed result).
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(ix) = &self.ix {
+            return ix.snapshot(py);
+        }
+        match &self.closed {
+            Some(done) => Ok(done.clone_ref(py).into_any()),
+            None => Ok(AggregatedResponse::create(
+                py,
+                Arc::new(deep_safe(|| self.core.snapshot())),
+            )?
+            .into_any()),
+        }
+    }
+
+    /// End the input and return the deltas that produced: a final event
+    /// without a trailing blank line, the calls closed at the end (D5).
+    /// `close()` then returns the result; `feed*` raises `AggregatorClosed`.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        if self.ix.is_some() {
+            return Err(PyTypeError::new_err(
+                "finish() is only for api='generate_content'; an Interactions stream ends with its [DONE] event: call close()",
+            ));
+        }
+        let mut deltas = Vec::new();
+        deep_safe(|| self.core.finish(&mut deltas));
+        self.finish_feed(py, deltas, Ok(Vec::new()))
+    }
+
+    /// End the stream and return the `AggregatedResponse`; later calls return
+    /// the same object.
+    fn close(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(ix) = &mut self.ix {
+            return ix.close(py);
+        }
+        if let Some(done) = &self.closed {
+            return Ok(done.clone_ref(py).into_any());
+        }
+        let done = AggregatedResponse::create(py, deep_safe(|| self.core.close()))?;
+        self.closed = Some(done.clone_ref(py));
+        Ok(done.into_any())
+    }
+
+    /// `api="interactions"`: the connection dropped and the resumed stream
+    /// (`GET .../interactions/{id}?stream=true&last_event_id=...`) follows; the
+    /// partial event since the last complete one is discarded (I20).
+    fn reconnect(&mut self, py: Python<'_>) -> PyResult<()> {
+        match &mut self.ix {
+            Some(ix) => ix.reconnect(py),
+            None => Err(PyTypeError::new_err(
+                "reconnect() is only for api='interactions' (a generateContent stream cannot be resumed)",
+            )),
+        }
+    }
+
+    /// Payloads dispatched so far (good and bad).
+    #[getter]
+    fn events_seen(&self) -> u64 {
+        if let Some(ix) = &self.ix {
+            return ix.events_seen();
+        }
+        self.core.events_seen()
+    }
+
+    /// Bytes fed so far.
+    #[getter]
+    fn bytes_seen(&self) -> u64 {
+        if let Some(ix) = &self.ix {
+            return ix.bytes_seen();
+        }
+        self.core.bytes_seen()
+    }
+}

@@ -1,0 +1,179 @@
+//! JSON values and bytes between Rust and Python (D1 value shapes, F10 depth).
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::{intern, IntoPyObjectExt};
+use serde_json::{Map, Number, Value};
+
+/// Conversions recurse once per nesting level (values nest up to 1024 levels,
+/// F10); before each container they make sure this much stack is left,
+/// growing the stack on the heap otherwise, so that a thread with a small
+/// stack (musl's 128 KiB) converts the deepest value safely.
+pub(crate) const STACK_RED_ZONE: usize = 32 * 1024;
+pub(crate) const STACK_GROWTH: usize = 1024 * 1024;
+
+pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => number_to_py(py, n)?,
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            Ok::<_, PyErr>(list.into_any())
+        })?,
+        Value::Object(map) => {
+            stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || map_to_py(py, map))?.into_any()
+        }
+    })
+}
+
+pub(crate) fn map_to_py<'py>(
+    py: Python<'py>,
+    map: &Map<String, Value>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (k, v) in map {
+        dict.set_item(key_to_py(py, k), to_py(py, v)?)?;
+    }
+    Ok(dict)
+}
+
+/// Keys that every part and call repeats are interned once (and their hash
+/// cached by Python); others are made fresh.
+pub(crate) fn key_to_py<'py>(py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+    let interned = match key {
+        "text" => intern!(py, "text"),
+        "thought" => intern!(py, "thought"),
+        "thoughtSignature" => intern!(py, "thoughtSignature"),
+        "functionCall" => intern!(py, "functionCall"),
+        "functionResponse" => intern!(py, "functionResponse"),
+        "id" => intern!(py, "id"),
+        "name" => intern!(py, "name"),
+        "args" => intern!(py, "args"),
+        "role" => intern!(py, "role"),
+        "parts" => intern!(py, "parts"),
+        _ => return PyString::new(py, key),
+    };
+    interned.clone()
+}
+
+pub(crate) fn number_to_py<'py>(py: Python<'py>, n: &Number) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(u) = n.as_u64() {
+        u.into_bound_py_any(py)
+    } else if let Some(i) = n.as_i64() {
+        i.into_bound_py_any(py)
+    } else {
+        Ok(PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any())
+    }
+}
+
+pub(crate) fn opt_to_py<'py>(
+    py: Python<'py>,
+    value: Option<&Value>,
+) -> PyResult<Bound<'py, PyAny>> {
+    value.map_or_else(|| Ok(py.None().into_bound(py)), |v| to_py(py, v))
+}
+
+/// A plain JSON dict (as `fastagg._chunks.chunk_to_mapping` makes) -> Value.
+pub(crate) fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > 1024 {
+        return Err(PyValueError::new_err(
+            "feed_chunk(): the chunk is nested deeper than 1024 levels",
+        ));
+    }
+    if obj.is_none() {
+        Ok(Value::Null)
+    } else if let Ok(b) = obj.cast::<PyBool>() {
+        Ok(Value::Bool(b.is_true()))
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        Ok(Value::String(s.to_str()?.to_owned()))
+    } else if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            Ok(Value::from(i))
+        } else {
+            Ok(Value::from(obj.extract::<u64>()?))
+        }
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err("feed_chunk(): a float is not finite"))
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            let mut map = Map::new();
+            for (k, v) in d.iter() {
+                let key = k.cast::<PyString>().map_err(|_| {
+                    PyTypeError::new_err("feed_chunk(): a dict key is not a string")
+                })?;
+                map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
+            }
+            Ok(Value::Object(map))
+        })
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            l.iter()
+                .map(|item| from_py(&item, depth + 1))
+                .collect::<PyResult<Vec<_>>>()
+                .map(Value::Array)
+        })
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "feed_chunk(): a {} is not a JSON type",
+            obj.get_type().name()?
+        )))
+    }
+}
+
+/// A size option: a plain non-negative `int` (not a bool), else a clear error.
+pub(crate) fn limit(
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    default: usize,
+    cap: usize,
+) -> PyResult<usize> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    if !value.is_exact_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, got {}",
+            value.get_type().name()?
+        )));
+    }
+    // Compared as Python ints first: a huge value is a ValueError, not an OverflowError (D2b).
+    if value.lt(0)? {
+        return Err(PyValueError::new_err(format!(
+            "{name} must not be negative, got {value}"
+        )));
+    }
+    if value.gt(cap)? {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be at most {cap}, got {value}"
+        )));
+    }
+    value.extract()
+}
+
+/// The bytes of `bytes`, `bytearray` or any buffer (memoryview).
+pub(crate) fn with_bytes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(f(b.as_bytes()));
+    }
+    if let Ok(b) = data.cast::<PyByteArray>() {
+        return Ok(f(&b.to_vec()));
+    }
+    let buffer = pyo3::buffer::PyBuffer::<u8>::get(data).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected bytes, bytearray or memoryview, got {}",
+            data.get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        ))
+    })?;
+    let copy = buffer.to_vec(data.py())?;
+    Ok(f(&copy))
+}

@@ -1,0 +1,155 @@
+//! The delta classes `feed()` returns (aggregation.md "Deltas").
+
+use fastagg_core::aggregate::Delta;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use pyo3::IntoPyObjectExt;
+
+use crate::convert::to_py;
+
+macro_rules! record_class {
+    ($name:ident, $doc:literal, $($field:ident : $ty:ty),+) => {
+        #[doc = $doc]
+        #[pyclass(frozen, module = "fastagg._fastagg", get_all)]
+        pub struct $name {
+            $(pub $field: $ty),+
+        }
+
+        #[pymethods]
+        impl $name {
+            #[new]
+            fn new($($field: $ty),+) -> Self {
+                Self { $($field),+ }
+            }
+
+            #[classattr]
+            fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+                Ok(PyTuple::new(py, [$(stringify!($field)),+])?.unbind())
+            }
+
+            fn _fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+                PyTuple::new(py, [$((&self.$field).into_bound_py_any(py)?),+])
+            }
+
+            fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+                match other.cast::<Self>() {
+                    Ok(o) => self._fields(py)?.eq(o.get()._fields(py)?),
+                    Err(_) => Ok(false),
+                }
+            }
+
+            fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+                self._fields(py)?.hash()
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                let mut parts = Vec::new();
+                $(parts.push(format!(
+                    "{}={}",
+                    stringify!($field),
+                    (&self.$field).into_bound_py_any(py)?.repr()?
+                ));)+
+                Ok(format!("{}({})", stringify!($name), parts.join(", ")))
+            }
+        }
+    };
+}
+
+record_class!(TextDelta, "A text fragment (thought or answer) of candidate `candidate`, part `index`.",
+    candidate: u32, index: usize, text: String, thought: bool);
+record_class!(CallStart, "A function call was first seen at part `index`.",
+    candidate: u32, index: usize, id: Option<String>, name: Option<String>);
+record_class!(ArgDelta, "A streamed argument fragment was applied at `json_path`.",
+    candidate: u32, index: usize, json_path: String, value: Py<PyAny>);
+record_class!(CallEnd, "A function call is complete: `call` is {\"id\", \"name\", \"args\"}.",
+    candidate: u32, index: usize, call: Py<PyAny>);
+record_class!(Finish, "A finish reason arrived for candidate `candidate`.",
+    candidate: u32, reason: String);
+record_class!(StreamError, "An error object arrived inside the stream (kept verbatim).",
+    error: Py<PyAny>);
+record_class!(SseEvent, "One WHATWG server-sent event.",
+    event: String, data: String, id: Option<String>, retry: Option<u64>);
+
+pub(crate) fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, PyAny>> {
+    match delta {
+        Delta::Text {
+            candidate,
+            index,
+            text,
+            thought,
+        } => Bound::new(
+            py,
+            TextDelta {
+                candidate,
+                index,
+                text,
+                thought,
+            },
+        )
+        .map(Bound::into_any),
+        Delta::CallStart {
+            candidate,
+            index,
+            id,
+            name,
+        } => Bound::new(
+            py,
+            CallStart {
+                candidate,
+                index,
+                id,
+                name,
+            },
+        )
+        .map(Bound::into_any),
+        Delta::Arg {
+            candidate,
+            index,
+            json_path,
+            value,
+        } => {
+            let value = to_py(py, &value)?.unbind();
+            Bound::new(
+                py,
+                ArgDelta {
+                    candidate,
+                    index,
+                    json_path,
+                    value,
+                },
+            )
+            .map(Bound::into_any)
+        }
+        Delta::CallEnd {
+            candidate,
+            index,
+            call,
+        } => {
+            let call = to_py(py, &call)?.unbind();
+            Bound::new(
+                py,
+                CallEnd {
+                    candidate,
+                    index,
+                    call,
+                },
+            )
+            .map(Bound::into_any)
+        }
+        Delta::Finish { candidate, reason } => {
+            Bound::new(py, Finish { candidate, reason }).map(Bound::into_any)
+        }
+        Delta::StreamError { error } => {
+            let error = to_py(py, &error)?.unbind();
+            Bound::new(py, StreamError { error }).map(Bound::into_any)
+        }
+    }
+}
+
+pub(crate) fn deltas_to_py(py: Python<'_>, deltas: Vec<Delta>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for d in deltas {
+        list.append(delta_to_py(py, d)?)?;
+    }
+    Ok(list)
+}

@@ -1,0 +1,335 @@
+//! `AggregatedResponse` and `Candidate`: the result classes and their cached accessors.
+
+use std::sync::Arc;
+
+use fastagg_core::aggregate::{CandidateResult, Response};
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::convert::{map_to_py, opt_to_py, to_py};
+use crate::errors::diagnostics_to_py;
+
+/// One candidate of an `AggregatedResponse`. Its Python values are built once,
+/// on first access, and shared: `content["parts"]` is `parts`, and each
+/// `function_calls[i]["args"]` is the `args` dict inside its part.
+#[pyclass(frozen, module = "fastagg._fastagg")]
+pub struct Candidate {
+    inner: Arc<Response>,
+    position: usize,
+    // RULE D3a: built once, the same objects on every access.
+    parts: PyOnceLock<Py<PyList>>,
+    content: PyOnceLock<Py<PyDict>>,
+    calls: PyOnceLock<Py<PyList>>,
+    metadata: PyOnceLock<Py<PyDict>>,
+}
+
+impl Candidate {
+    fn new(inner: Arc<Response>, position: usize) -> Self {
+        Self {
+            inner,
+            position,
+            parts: PyOnceLock::new(),
+            content: PyOnceLock::new(),
+            calls: PyOnceLock::new(),
+            metadata: PyOnceLock::new(),
+        }
+    }
+
+    fn data(&self) -> Option<&CandidateResult> {
+        self.inner.candidates.get(self.position)
+    }
+
+    fn parts_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let parts = self.parts.get_or_try_init(py, || {
+            let list = PyList::empty(py);
+            for part in self.data().map_or(&[][..], |c| &c.parts) {
+                list.append(to_py(py, part)?)?;
+            }
+            Ok::<_, PyErr>(list.unbind())
+        })?;
+        Ok(parts.bind(py).clone())
+    }
+
+    fn content_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let content = self.content.get_or_try_init(py, || {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "role"), intern!(py, "model"))?;
+            d.set_item(intern!(py, "parts"), self.parts_list(py)?)?;
+            Ok::<_, PyErr>(d.unbind())
+        })?;
+        Ok(content.bind(py).clone())
+    }
+
+    fn calls_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let calls = self.calls.get_or_try_init(py, || {
+            let parts = self.parts_list(py)?;
+            let list = PyList::empty(py);
+            let Some(data) = self.data() else {
+                return Ok(list.unbind());
+            };
+            for (&i, call) in data.call_parts.iter().zip(data.function_calls()) {
+                let d = PyDict::new(py);
+                d.set_item(intern!(py, "id"), call.id)?;
+                d.set_item(intern!(py, "name"), call.name)?;
+                // The args dict of the part itself: one object, not a copy.
+                let args = match call.args {
+                    Some(_) => parts
+                        .get_item(i)?
+                        .get_item(intern!(py, "functionCall"))?
+                        .get_item(intern!(py, "args"))?,
+                    None => PyDict::new(py).into_any(),
+                };
+                d.set_item(intern!(py, "args"), args)?;
+                list.append(d)?;
+            }
+            Ok::<_, PyErr>(list.unbind())
+        })?;
+        Ok(calls.bind(py).clone())
+    }
+
+    fn text_of(&self) -> &str {
+        self.data().map_or("", |c| c.text.as_str())
+    }
+
+    fn thought_text_of(&self) -> &str {
+        self.data().map_or("", |c| c.thought_text.as_str())
+    }
+
+    fn finish_reason_of(&self) -> Option<&str> {
+        self.data().and_then(|c| c.finish_reason.as_deref())
+    }
+
+    fn finish_message_of(&self) -> Option<&str> {
+        self.data().and_then(|c| c.finish_message.as_deref())
+    }
+
+    fn unfinished_of(&self) -> Vec<usize> {
+        self.data()
+            .map_or_else(Vec::new, |c| c.unfinished_calls.clone())
+    }
+}
+
+#[pymethods]
+impl Candidate {
+    /// The candidate's `index`.
+    #[getter]
+    fn index(&self) -> u32 {
+        self.data().map_or(0, |c| c.index)
+    }
+    /// Parts of this candidate, REST camelCase, replayable as-is.
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.parts_list(py)
+    }
+    /// `{"role": "model", "parts": parts}`.
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.content_dict(py)
+    }
+    /// Non-thought text of this candidate.
+    #[getter]
+    fn text(&self) -> &str {
+        self.text_of()
+    }
+    /// Thought text of this candidate.
+    #[getter]
+    fn thought_text(&self) -> &str {
+        self.thought_text_of()
+    }
+    /// `[{"id", "name", "args"}]` of this candidate, in part order.
+    #[getter]
+    fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.calls_list(py)
+    }
+    /// Part indices of the streamed calls the model did not finish (C13).
+    #[getter]
+    fn unfinished_calls(&self) -> Vec<usize> {
+        self.unfinished_of()
+    }
+    /// Raw finish reason of this candidate, or None.
+    #[getter]
+    fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason_of()
+    }
+    /// Finish message of this candidate, or None.
+    #[getter]
+    fn finish_message(&self) -> Option<&str> {
+        self.finish_message_of()
+    }
+    /// The other candidate keys (E5), last non-null wins.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let metadata = self.metadata.get_or_try_init(py, || match self.data() {
+            Some(c) => map_to_py(py, &c.metadata).map(Bound::unbind),
+            None => Ok(PyDict::new(py).unbind()),
+        })?;
+        Ok(metadata.bind(py).clone())
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Candidate(index={}, finish_reason={:?})",
+            self.index(),
+            self.finish_reason_of()
+        )
+    }
+}
+
+/// The aggregated model turn (read-only). Flat accessors describe candidate 0
+/// and return the same objects as `candidates[...]` of index 0.
+#[pyclass(frozen, module = "fastagg._fastagg")]
+pub struct AggregatedResponse {
+    inner: Arc<Response>,
+    candidates: Vec<Py<Candidate>>,
+    /// Candidate 0 (the flat accessors), or an empty stand-in when absent.
+    first: Py<Candidate>,
+}
+
+impl AggregatedResponse {
+    pub(crate) fn create(py: Python<'_>, inner: Arc<Response>) -> PyResult<Py<Self>> {
+        let candidates = (0..inner.candidates.len())
+            .map(|position| Py::new(py, Candidate::new(Arc::clone(&inner), position)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let first = match inner.candidates.iter().position(|c| c.index == 0) {
+            Some(position) => candidates[position].clone_ref(py),
+            None => Py::new(py, Candidate::new(Arc::clone(&inner), usize::MAX))?,
+        };
+        Py::new(
+            py,
+            Self {
+                inner,
+                candidates,
+                first,
+            },
+        )
+    }
+
+    fn first(&self) -> &Candidate {
+        self.first.get()
+    }
+}
+
+#[pymethods]
+impl AggregatedResponse {
+    /// Parts of candidate 0, REST camelCase, replayable as-is.
+    #[getter]
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.first().parts_list(py)
+    }
+    /// `{"role": "model", "parts": parts}`.
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.first().content_dict(py)
+    }
+    /// Non-thought text of candidate 0.
+    #[getter]
+    fn text(&self) -> &str {
+        self.first().text_of()
+    }
+    /// Thought text of candidate 0.
+    #[getter]
+    fn thought_text(&self) -> &str {
+        self.first().thought_text_of()
+    }
+    /// `[{"id", "name", "args"}]` of candidate 0, in part order.
+    #[getter]
+    fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.first().calls_list(py)
+    }
+    /// Part indices (into `parts`) of candidate 0's streamed calls that the
+    /// model did not finish: still open (`snapshot()`) or flushed by `close()` (C13).
+    #[getter]
+    fn unfinished_calls(&self) -> Vec<usize> {
+        self.first().unfinished_of()
+    }
+    /// Raw finish reason of candidate 0 (e.g. "STOP"), or None.
+    #[getter]
+    fn finish_reason(&self) -> Option<&str> {
+        self.first().finish_reason_of()
+    }
+    /// Finish message of candidate 0, or None.
+    #[getter]
+    fn finish_message(&self) -> Option<&str> {
+        self.first().finish_message_of()
+    }
+    /// Merged `usageMetadata` (camelCase), or None.
+    #[getter]
+    fn usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.usage.as_ref())
+    }
+    /// `modelVersion` (last non-null), or None.
+    #[getter]
+    fn model_version<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.model_version.as_ref())
+    }
+    /// `responseId` (last non-null), or None.
+    #[getter]
+    fn response_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.response_id.as_ref())
+    }
+    /// `promptFeedback` (last non-null), or None.
+    #[getter]
+    fn prompt_feedback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.prompt_feedback.as_ref())
+    }
+    /// The in-stream error object, verbatim, or None.
+    #[getter]
+    fn error<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        opt_to_py(py, self.inner.error.as_ref())
+    }
+    /// Candidate 0 has a finish reason and no error was recorded (E6).
+    #[getter]
+    fn complete(&self) -> bool {
+        self.inner.complete
+    }
+    /// An incomplete final event was dropped (F6).
+    #[getter]
+    fn truncated(&self) -> bool {
+        self.inner.truncated
+    }
+    /// Non-fatal anomalies, in order (their texts: spec/aggregation.md).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+    /// The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3).
+    #[getter]
+    fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        diagnostics_to_py(py, &self.inner.diagnostics)
+    }
+    /// Every candidate, in index order.
+    #[getter]
+    fn candidates<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.candidates.iter().map(|c| c.clone_ref(py)))
+    }
+    /// A GenerateContentResponse-shaped dict of the aggregate (fresh objects).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.to_value())
+    }
+    /// `to_dict()` as compact UTF-8 JSON.
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = serde_json::to_vec(&self.inner.to_value())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+    /// The aggregate as a `google.genai.types.GenerateContentResponse` (needs google-genai).
+    ///
+    /// What the installed SDK cannot hold is reported, not raised (G1): the
+    /// conversion is shared with the reference in `fastagg._genai_convert`.
+    fn to_genai<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("fastagg._genai_convert")?
+            .call_method1("to_genai", (self.to_dict(py)?,))
+    }
+    fn __repr__(&self) -> String {
+        let first = self.first();
+        format!(
+            "AggregatedResponse(finish_reason={:?}, complete={}, parts={}, text={:?})",
+            first.finish_reason_of(),
+            self.inner.complete,
+            first.data().map_or(0, |c| c.parts.len()),
+            first.text_of().chars().take(60).collect::<String>()
+        )
+    }
+}

@@ -1,0 +1,117 @@
+"""Diagnostics (spec/diagnostics.md): the catalog's copies (X1), results and errors (X3-X5)."""
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastagg import AggregatedResponse, Diagnostic, MalformedStreamError, StreamAggregator
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_x1_generated_copies_are_fresh() -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "gen_diagnostics.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert (run.returncode, run.stdout) == (0, "")
+
+
+def _warned(body: bytes) -> AggregatedResponse:
+    agg = StreamAggregator(strict=False)
+    agg.feed(body)
+    return agg.close()
+
+
+def test_x3_diagnostics_are_the_warnings_structured_in_order() -> None:
+    result = _warned(b'data: {"responseId":"a"}\n\ndata: {"responseId":"b"}\n\ndata: x\n\n')
+    assert [d.as_dict() for d in result.diagnostics] == [
+        {
+            "code": "response_id_changed",
+            "rule": "E10",
+            "message": result.warnings[0],
+            "event": 1,
+            "kept_id": "a",
+            "new_id": "b",
+        },
+        {
+            "code": "invalid_json",
+            "rule": "F8",
+            "message": result.warnings[1],
+            "event": 2,
+            "offset": 52,
+        },
+    ]
+
+
+def test_x3_optional_field_is_none_when_absent() -> None:
+    result = _warned(
+        b'data: {"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}]}}]}\n\n'
+    )
+    (d,) = result.diagnostics
+    assert (d.code, d.rule, d.call_id, d.path, d.args) == (
+        "nameless_call",
+        "C15",
+        None,
+        "candidates[0].content.parts[0]",
+        {},
+    )
+
+
+def test_x3_interactions_results_carry_diagnostics() -> None:
+    agg = StreamAggregator(api="interactions", strict=False)
+    agg.feed(b'data: {"event_type": "mystery"}\n\n')
+    result = agg.close()
+    assert [(d.code, d.rule, d.event, d.event_type) for d in result.diagnostics] == [
+        ("ix_unknown_event_type", "I5", 0, "mystery"),
+        ("ix_missing_done", "I3", None, None),
+    ]
+    assert [d.message for d in result.diagnostics] == result.warnings
+
+
+def test_x3_d7_dropped_diagnostics_are_counted_by_the_last() -> None:
+    result = _warned(b"data: x\n\n" * 1003)
+    assert len(result.diagnostics) == 1001
+    assert result.diagnostics[-1].as_dict() == {
+        "code": "warnings_dropped",
+        "rule": "D7",
+        "message": "D7: 3 more warnings were not kept (at most 1000 are)",
+        "count": 3,
+        "limit": 1000,
+    }
+
+
+def test_x4_malformed_stream_error_carries_its_diagnostics() -> None:
+    agg = StreamAggregator()
+    with pytest.raises(MalformedStreamError) as caught:
+        agg.feed(b"data: [1]\n\ndata: x\n\n")
+    err = caught.value
+    assert [(d.code, d.event, d.offset) for d in err.diagnostics] == [
+        ("not_an_object", 0, 0),
+        ("invalid_json", 1, 11),
+    ]
+    assert err.diagnostic == err.diagnostics[0]
+    assert f"{err.diagnostic.rule}: {err}" == err.diagnostic.message
+
+
+def test_x5_diagnostic_is_frozen() -> None:
+    d = Diagnostic("no_event_found", "F2: ...", bytes=3)
+    with pytest.raises(AttributeError):
+        d.bytes = 4  # type: ignore[misc]
+
+
+def test_x5_diagnostic_takes_exactly_its_codes_fields() -> None:
+    with pytest.raises(TypeError):
+        Diagnostic("no_event_found", "F2: ...", offset=3)
+
+
+def test_x5_diagnostics_equal_by_code_and_fields_and_survive_pickle() -> None:
+    d = Diagnostic("ix_long_arg_path", "I15: ...", step=2)
+    assert (d == Diagnostic("ix_long_arg_path", "I15: ...", step=2), d.event) == (True, None)
+    assert d != Diagnostic("ix_long_arg_path", "I15: ...", step=3)
+    assert pickle.loads(pickle.dumps(d)) == d
+    assert repr(d) == "Diagnostic(code='ix_long_arg_path', rule='I15', step=2)"
