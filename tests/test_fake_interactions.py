@@ -49,7 +49,7 @@ async def post(client: httpx.AsyncClient, url: str, body: dict[str, Any], agg: A
     return deltas
 
 
-async def test_parallel_calls_then_stateful_follow_up_with_function_results() -> None:
+async def test_i19_parallel_calls_then_stateful_follow_up_with_function_results() -> None:
     async with FakeInteractions([CALLS_TURN, ANSWER_TURN]) as server, httpx.AsyncClient() as client:
         agg = StreamAggregator(api="interactions")
         deltas = await post(client, server.url, FIRST, agg)

@@ -26,8 +26,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SPEC_FILES = sorted((ROOT / "spec" / "contract").glob("*.md")) + sorted(
     p for p in (ROOT / "spec").glob("*.md") if p.name != "INDEX.md"
 )
-CODE_DIRS = [ROOT / "rust" / "core" / "src", ROOT / "rust" / "python" / "src", ROOT / "python" / "fastagg"]
-RUST_TEST_DIRS = [ROOT / "rust" / "core" / "tests", ROOT / "rust" / "core" / "src", ROOT / "rust" / "python" / "src"]
+CODE_DIRS = [
+    ROOT / "rust" / "core" / "src",
+    ROOT / "rust" / "python" / "src",
+    ROOT / "python" / "fastagg",
+]
+RUST_TEST_DIRS = [
+    ROOT / "rust" / "core" / "tests",
+    ROOT / "rust" / "core" / "src",
+    ROOT / "rust" / "python" / "src",
+]
 CASE_FILES = ["tests/conformance/*.json", "tests/vectors/*.json"]
 INDEX = ROOT / "spec" / "INDEX.md"
 
@@ -57,7 +65,9 @@ def rules() -> dict[str, Rule]:
                 continue
             rid = m["id"]
             if rid in found:
-                raise SystemExit(f"{rel(path)}:{lineno}: rule {rid} is defined twice (first in {found[rid].source})")
+                raise SystemExit(
+                    f"{rel(path)}:{lineno}: rule {rid} is defined twice (first in {found[rid].source})"
+                )
             title = m["title"].strip().rstrip(".") or "(untitled)"
             found[rid] = Rule(rid, title, f"{rel(path)}:{lineno}")
     return found
@@ -83,14 +93,18 @@ def _code_text(path: Path) -> str:
 
 
 def scan_code(found: dict[str, Rule]) -> None:
-    pattern = re.compile(r"(?<![\w.])(" + "|".join(sorted(map(re.escape, found), key=len, reverse=True)) + r")(?![\w])")
+    pattern = re.compile(
+        r"(?<![\w.])("
+        + "|".join(sorted(map(re.escape, found), key=len, reverse=True))
+        + r")(?![\w])"
+    )
     for base in CODE_DIRS:
         for path in sorted(base.rglob("*")):
             if path.suffix not in {".rs", ".py", ".pyi"} or not path.is_file():
                 continue
-            for lineno, line in enumerate(_code_text(path).splitlines(), 1):
-                for rid in set(pattern.findall(line)):
-                    found[rid].code.append(f"{rel(path)}:{lineno}")
+            # files, not line numbers: the index changes only when a rule moves
+            for rid in sorted(set(pattern.findall(_code_text(path)))):
+                found[rid].code.append(rel(path))
 
 
 def test_names() -> list[tuple[str, str]]:
@@ -152,7 +166,7 @@ def render(found: dict[str, Rule]) -> str:
     for source, items in by_source.items():
         out += [f"## `{source}`", "", "| rule | title | code | tests |", "|---|---|---|---|"]
         for r in items:
-            code = _cell(r.code, lambda s: f"`{s}`")
+            code = _cell(r.code, lambda s: f"`{s}`", len(r.code))
             tests = _cell(r.tests, lambda s: f"`{s.split('::', 1)[1]}` ({s.split('::', 1)[0]})")
             title = r.title.replace("|", "\\|")
             out.append(f"| {r.id} | {title} | {code} | {tests} |")
@@ -160,20 +174,24 @@ def render(found: dict[str, Rule]) -> str:
     return "\n".join(out)
 
 
-def _cell(items: list[str], fmt: object) -> str:
+def _cell(items: list[str], fmt: object, limit: int = SHOWN) -> str:
     if not items:
         return "**none**"
-    shown = "<br>".join(fmt(s) for s in items[:SHOWN])  # type: ignore[operator]
-    return shown + (f"<br>+{len(items) - SHOWN} more" if len(items) > SHOWN else "")
+    shown = "<br>".join(fmt(s) for s in items[:limit])  # type: ignore[operator]
+    return shown + (f"<br>+{len(items) - limit} more" if len(items) > limit else "")
 
 
 def problems(found: dict[str, Rule]) -> list[str]:
     out = []
     for r in found.values():
         if not r.tests:
-            out.append(f"{r.id} ({r.source}): no test name cites it (name a test test_{r.id.lower()}_...)")
+            out.append(
+                f"{r.id} ({r.source}): no test name cites it (name a test test_{r.id.lower()}_...)"
+            )
         if not r.code:
-            out.append(f"{r.id} ({r.source}): no implementation site names it (add a `{r.id}:` comment at its code)")
+            out.append(
+                f"{r.id} ({r.source}): no implementation site names it (add a `{r.id}:` comment at its code)"
+            )
     return out
 
 

@@ -374,3 +374,24 @@ def test_e9a_citations_deduplicated_by_identity(impl: ModuleType) -> None:
         [{"a": 1, "b": 2}, {"n": 1}, {"n": 1.0}, {"n": True}, {"n": 0.0}, {"n": -0.0}]
     )
     assert kept[6:] == [{"i": i} for i in range(300)]
+
+
+def test_e0_candidates_in_list_order_finish_after_parts_then_usage(impl: ModuleType) -> None:
+    payload = {
+        "usageMetadata": [1],
+        "candidates": [
+            {"finishReason": "STOP", "content": {"parts": [{"text": "a"}]}, "index": 0},
+            {"index": 1, "content": {"parts": [{"text": "b"}]}},
+            7,
+        ],
+    }
+    agg = impl.StreamAggregator()
+    assert agg.feed(sse(payload)) == [
+        impl.TextDelta(0, 0, "a", False),
+        impl.Finish(0, "STOP"),
+        impl.TextDelta(1, 0, "b", False),
+    ]
+    assert agg.close().warnings == [
+        "E7: event 0: candidates[2] is not an object; ignored",
+        "E7: event 0: usageMetadata is not an object; ignored",
+    ]

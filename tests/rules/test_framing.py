@@ -1,4 +1,4 @@
-"""Framing (F1-F5, F7, F9, F11-F14): SSE lines and blocks, the JSON-array framing, offsets.
+"""Framing (F1-F7, F9, F11-F14, F12a): SSE lines and blocks, the JSON-array framing, offsets.
 
 Every test runs against both implementations through the ``impl`` fixture
 (the Rust module ``fastagg._fastagg`` and the pure-Python ``fastagg.reference``)
@@ -238,7 +238,7 @@ def test_f9_whitespace_only_data_is_not_an_event(impl: ModuleType) -> None:
     assert agg.bytes_seen == len(blank) + len(sse(HELLO))
 
 
-def test_f14_unterminated_complete_event_processed_with_warning(
+def test_f6_unterminated_complete_event_processed_with_warning(
     impl: ModuleType,
 ) -> None:
     body = sse(HELLO) + b"data: " + dumps(WORLD) + b"\r\n"
@@ -257,7 +257,7 @@ def test_f14_unterminated_complete_event_processed_with_warning(
     assert agg.events_seen == 2
 
 
-def test_f14_final_line_without_line_end_is_processed(impl: ModuleType) -> None:
+def test_f6_final_line_without_line_end_is_processed(impl: ModuleType) -> None:
     result = run(impl, b"data: " + dumps(WORLD))
     assert result.parts == [{"text": " world"}]
     assert result.warnings == [
@@ -265,7 +265,7 @@ def test_f14_final_line_without_line_end_is_processed(impl: ModuleType) -> None:
     ]
 
 
-def test_f14_incomplete_event_dropped_and_truncated(impl: ModuleType) -> None:
+def test_f6_incomplete_event_dropped_and_truncated(impl: ModuleType) -> None:
     body = sse(HELLO) + b'data: {"candidates": [{"content": {"parts": [{"text": " wor'
     result = run(impl, body)
     assert result.parts == [{"text": "Hello"}]
@@ -383,3 +383,17 @@ def test_f7_result_independent_of_chunking(impl: ModuleType) -> None:
         agg.feed(body[:cut])
         agg.feed(body[cut:])
         assert view(agg.close()) == whole
+
+
+def test_f12a_garbage_after_an_element_starts_the_next_element(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator(strict=False)
+    first = dumps(chunk({"text": "Hi"}))
+    # the element "x {...}" starts after the space: only whitespace outside strings is trimmed
+    assert agg.feed(b"[" + first + b' x {"b":2}]') == [impl.TextDelta(0, 0, "Hi", False)]
+    result = agg.close()
+    assert result.parts == [{"text": "Hi"}]
+    assert [d.code for d in result.diagnostics] == ["invalid_json"]
+    assert result.warnings == [
+        f"F8: event 1 at byte {2 + len(first)} is not valid JSON; it was skipped "
+        "(is this the body of a streamGenerateContent response?)"
+    ]

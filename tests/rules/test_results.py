@@ -506,3 +506,40 @@ def test_d8_feeding_from_a_second_thread_is_a_clear_error(impl: ModuleType) -> N
     assert str(errors[3]) == "a"
     agg.feed(sse(chunk({"text": "c"})))
     assert agg.close().text == "ac"
+
+
+def test_d2a_feed_chunk_reads_big_ints_as_floats_and_enums_as_their_value(
+    impl: ModuleType,
+) -> None:
+    import enum
+
+    class Reason(enum.Enum):
+        STOP = "STOP"
+
+    agg = impl.StreamAggregator()
+    agg.feed_chunk(
+        {
+            "candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": Reason.STOP}],
+            "usageMetadata": {"big": 2**70, "small": 2**63 - 1},
+        }
+    )
+    result = agg.close()
+    assert result.finish_reason == "STOP"
+    assert result.usage == {"big": float(2**70), "small": 2**63 - 1}
+    assert type(result.usage["big"]) is float
+
+
+def test_d3a_results_are_built_once_and_to_dict_is_fresh(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
+    agg.feed(sse(chunk(fc(id="c1", name="f", args={"a": [1, 2]}), finish="STOP")))
+    result = agg.close()
+    assert agg.close() is result
+    assert result.parts is result.parts
+    assert result.content["parts"] is result.parts
+    assert result.usage is result.usage
+    assert result.function_calls is result.function_calls
+    assert result.function_calls[0]["args"] == {"a": [1, 2]}
+    first, second = result.to_dict(), result.to_dict()
+    assert first == second
+    assert first is not second
+    assert first["candidates"][0]["content"]["parts"] is not result.parts

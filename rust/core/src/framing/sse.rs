@@ -128,8 +128,13 @@ impl SseFramer {
 
     /// Processes `data[s..e]`, a piece of the current line, ended by a line
     /// terminator when `term`.
-    // The hot path of the framer: the piece's bounds and state stay in arguments and locals.
-    #[allow(clippy::too_many_arguments, clippy::many_single_char_names)]
+    // The hot path of the framer: the piece's bounds and state stay in arguments and locals,
+    // and one body over the line states measured faster than a helper per state (91 lines).
+    #[allow(
+        clippy::too_many_arguments,
+        clippy::many_single_char_names,
+        clippy::too_many_lines
+    )]
     #[inline]
     pub(super) fn piece(
         &mut self,

@@ -465,6 +465,8 @@ impl ArgParser {
         Ok(())
     }
 
+    // One match over the lexer's states, each arm a few lines: split, the arms would need
+    // the whole lexer state passed around.
     #[allow(clippy::too_many_lines)]
     fn byte(
         &mut self,
