@@ -47,7 +47,7 @@ from typing import Any
 import fastagg
 
 from . import contenders as C
-from . import corpus, e2e, sdk_chunks
+from . import corpus, e2e, interactions, sdk_chunks
 from .verdict import judge
 
 __all__ = ["main"]
@@ -717,6 +717,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lambda settings: sdk_chunks.sdk_chunks_markdown(settings, _time),
             ),
             ("End to end over loopback", lambda settings: e2e.e2e_markdown(settings.quick)),
+            (
+                "Interactions API streams (issue 13; fastagg vs google-genai's Interactions path)",
+                lambda settings: interactions.interactions_markdown(
+                    0.1 if settings.quick else 1.0, 1 if settings.quick else 5
+                ),
+            ),
         ]
         for title, section in extras:
             progress(f"section: {title}")
