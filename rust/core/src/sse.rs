@@ -154,6 +154,10 @@ struct Acc {
     exact: bool,
     /// The event was found too large: its bytes are only counted.
     given_up: bool,
+    /// A block larger than `RETAIN` went back to the allocator (or a growth
+    /// chain was replaced by one reservation) since the last
+    /// [`BodyFramer::take_released`] (F17).
+    released: bool,
 }
 
 /// Buffers with more capacity than this are freed when their event ends, so a
@@ -165,6 +169,7 @@ impl Acc {
     fn reset(&mut self, offset: u64) {
         if self.buf.capacity() > RETAIN {
             self.buf = Vec::new();
+            self.released = true;
         } else {
             self.buf.clear();
         }
@@ -176,6 +181,7 @@ impl Acc {
 
     /// Keeps nothing more of this event and frees what was kept (F17).
     fn give_up(&mut self) {
+        self.released |= self.buf.capacity() > RETAIN;
         self.buf = Vec::new();
         self.borrowed = None;
         self.given_up = true;
@@ -258,6 +264,9 @@ impl Acc {
             // allocator keeps) stop, so the memory of one event stays within
             // the limit. A limit too large to reserve falls back to doubling.
             let eager = need > RETAIN && self.buf.try_reserve_exact(max - self.buf.len()).is_ok();
+            // F17: the blocks of the doubling chain are free now; returning
+            // their pages before the reservation fills keeps the peak at the limit.
+            self.released |= eager;
             if !eager {
                 let want = need.max(self.buf.capacity().saturating_mul(2)).max(64);
                 let want = want.min(max).max(need);
@@ -935,6 +944,13 @@ impl BodyFramer {
         }
     }
 
+    /// Whether a large buffer was freed since the last call (F17): the
+    /// caller may then ask its allocator to return freed pages to the OS,
+    /// which allocators that keep pages for reuse do not do at once.
+    pub fn take_released(&mut self) -> bool {
+        std::mem::take(&mut self.sse.ev.released) | std::mem::take(&mut self.array.elem.released)
+    }
+
     /// Ends the stream (F14): processes a final unterminated line and reports
     /// a pending event as `Unterminated` or `Incomplete`. Later calls of
     /// `feed` and `close` do nothing.
@@ -1156,6 +1172,26 @@ mod tests {
         framer.feed(b"\"}\n\n", &mut |f| frames.push(own(f)));
         assert_eq!(frames.len(), 2);
         assert_eq!(framer.sse.ev.buf.capacity(), 0);
+    }
+
+    #[test]
+    fn f17_take_released_reports_each_large_free_once() {
+        let mut framer = BodyFramer::new(4 << 20);
+        let mut sink = |_: Frame<'_>| {};
+        framer.feed(b"data: {\"a\":\"", &mut sink);
+        framer.feed(&vec![b'x'; 512 * 1024], &mut sink);
+        assert!(!framer.take_released(), "a small buffer is kept");
+        // Past 1 MiB the doubling chain is replaced by one reservation.
+        framer.feed(&vec![b'x'; 1 << 20], &mut sink);
+        assert!(framer.take_released());
+        assert!(!framer.take_released());
+        framer.feed(b"\"}\n\n", &mut sink);
+        assert!(
+            framer.take_released(),
+            "the large buffer was freed at the event's end"
+        );
+        framer.feed(b"data: {}\n\n", &mut sink);
+        assert!(!framer.take_released());
     }
 
     fn own(f: Frame<'_>) -> F {

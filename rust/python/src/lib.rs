@@ -25,6 +25,22 @@ mod interactions;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    /// mimalloc's public API (linked in through the `mimalloc` crate).
+    fn mi_collect(force: bool);
+}
+
+/// F17: mimalloc keeps freed pages mapped for reuse and returns them to the
+/// OS only after a delay, on a later allocation. After framing freed a large
+/// event buffer, ask for them now, so that process RSS comes back once an
+/// oversized event is dropped (and before a large one fills its reservation).
+fn return_freed_pages(core: &mut Aggregator) {
+    if core.take_released() {
+        // SAFETY: mi_collect takes no pointers and may be called at any time.
+        unsafe { mi_collect(true) };
+    }
+}
+
 // ---------------------------------------------------------------- JSON <-> Python
 
 /// Conversions recurse once per nesting level (values nest up to 1024 levels,
@@ -539,6 +555,7 @@ impl StreamAggregator {
         let result = with_bytes(data, |bytes| {
             deep_safe(|| self.core.feed(bytes, &mut deltas))
         })?;
+        return_freed_pages(&mut self.core);
         self.finish_feed(py, deltas, result)
     }
 
@@ -623,6 +640,7 @@ impl StreamAggregator {
         }
         let mut deltas = Vec::new();
         deep_safe(|| self.core.finish(&mut deltas));
+        return_freed_pages(&mut self.core);
         self.finish_feed(py, deltas, Ok(Vec::new()))
     }
 
@@ -635,7 +653,9 @@ impl StreamAggregator {
         if let Some(done) = &self.closed {
             return Ok(done.clone_ref(py).into_any());
         }
-        let done = AggregatedResponse::create(py, deep_safe(|| self.core.close()))?;
+        let response = deep_safe(|| self.core.close());
+        return_freed_pages(&mut self.core);
+        let done = AggregatedResponse::create(py, response)?;
         self.closed = Some(done.clone_ref(py));
         Ok(done.into_any())
     }
