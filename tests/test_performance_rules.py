@@ -50,4 +50,6 @@ def test_r2_a_delta_value_read_twice_is_one_object() -> None:
     assert arg.value is arg.value
     assert end.call is end.call
     assert (arg.json_path, len(arg.value)) == ("$.content", MIB)
-    assert end == _fastagg.CallEnd(0, 0, {"id": "c", "name": "write", "args": {"content": "x" * MIB}})
+    assert end == _fastagg.CallEnd(
+        0, 0, {"id": "c", "name": "write", "args": {"content": "x" * MIB}}
+    )
