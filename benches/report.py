@@ -19,6 +19,8 @@ Sections of the report:
    model client that yields canned bytes and a trivial tool.
 6. End to end over loopback HTTP: client CPU per event for fastagg on each
    transport, google-genai and ADK (``benches/e2e.py``).
+7. Threads: N threads x M streams with the GIL released or held, against a
+   SHA-256 calibration row (``benches/threads.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 import fastagg
 
 from . import contenders as C
-from . import corpus, e2e, sdk_chunks
+from . import corpus, e2e, sdk_chunks, threads
 from .verdict import judge
 
 __all__ = ["main"]
@@ -716,6 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "feed_chunk() of google-genai objects (integrations G4)",
                 lambda settings: sdk_chunks.sdk_chunks_markdown(settings, _time),
             ),
+            ("Threads: N threads x M streams (spec/performance.md R3)", threads.threads_markdown),
             ("End to end over loopback", lambda settings: e2e.e2e_markdown(settings.quick)),
         ]
         for title, section in extras:
