@@ -35,13 +35,13 @@ extern "C" {
 /// event buffer, ask for them now, so that process RSS comes back once an
 /// oversized event is dropped (and before a large one fills its reservation).
 /// R4: the same each time the body grows by a step (`growth_step`) from
-/// 4 MiB on: what a stream accumulates (a giant argument, a long text) grows
+/// 1 MiB on: what a stream accumulates (a giant argument, a long text) grows
 /// by doubling, and each doubling frees the previous block, which would
 /// otherwise stay resident next to the new one. `bytes_before` is
 /// `bytes_seen()` before the feed; four collections per doubling of the body.
 fn return_freed_pages(core: &mut Aggregator, bytes_before: u64) {
     let after = core.bytes_seen();
-    let grew = after >= 1 << 22 && growth_step(after) > growth_step(bytes_before);
+    let grew = after >= 1 << 20 && growth_step(after) > growth_step(bytes_before);
     if core.take_released() | grew {
         // SAFETY: mi_collect takes no pointers and may be called at any time.
         unsafe { mi_collect(true) };
@@ -53,7 +53,11 @@ fn return_freed_pages(core: &mut Aggregator, bytes_before: u64) {
 /// framing overhead between body and accumulated bytes.
 fn growth_step(bytes: u64) -> u64 {
     // Precision does not matter here: a step more or less is one collection.
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
     let step = ((bytes.max(1) as f64).log2() * 4.0) as u64;
     step
 }
