@@ -628,7 +628,8 @@ impl StreamAggregator {
     /// Feed raw body bytes (any split); returns the deltas of the events they
     /// completed (`[]` with `deltas=False`). Raises `MalformedStreamError`
     /// (strict mode; good events of the call are kept, their deltas in
-    /// `.deltas`) or `AggregatorClosed`.
+    /// `.deltas`) or `AggregatorClosed`. A chunk of 16 KiB or more is
+    /// processed with the GIL released (R3).
     fn feed<'py>(slf: &Bound<'py, Self>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
         let mut this = Self::feeder(slf)?;
