@@ -1,7 +1,7 @@
 //! `fastagg._fastagg`: the Python face of `fastagg-core`. Conversions only;
 //! every rule lives in the core crate.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fastagg_core::aggregate::{
     Aggregator, CandidateResult, Delta, Options, Response, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
@@ -84,6 +84,18 @@ const CORE_STACK: usize = 1024 * 1024;
 /// re-taking it cost up to ~1 µs per call (measured: 40 % of a 1 KiB feed,
 /// under 2 % of a 16 KiB one).
 const DETACH_BYTES: usize = 16 * 1024;
+
+/// R3: the aggregators (by address) whose `feed()` runs without the GIL now.
+/// Entries are added and removed with the GIL held; one per feeding thread.
+static DETACHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn detached<R>(f: impl FnOnce(&mut Vec<usize>) -> R) -> R {
+    f(&mut DETACHED.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+fn key(slf: &Bound<'_, StreamAggregator>) -> usize {
+    slf.as_ptr() as usize
+}
 
 const SECOND_FEEDER: &str = "this StreamAggregator was fed from another thread first; an \
      aggregator is fed from one thread (chunks from two threads would interleave): use one \
@@ -527,27 +539,26 @@ pub struct StreamAggregator {
 }
 
 impl StreamAggregator {
-    /// D8, R3: the aggregator for a `feed*()`. Its borrow is held longer than
-    /// a call with the GIL only by a `feed()` of a large chunk (GIL released)
-    /// or a `feed_chunk()` (Python code), both in the thread that fed first,
-    /// so a feeder that finds it taken is a second feeder.
-    fn feeder<'py>(slf: &Bound<'py, Self>) -> PyResult<PyRefMut<'py, Self>> {
-        let mut this = slf
-            .try_borrow_mut()
-            .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err(SECOND_FEEDER))?;
-        this.check_feeder()?;
-        Ok(this)
+    /// D8, R3: the aggregator for a `feed*()`. Only a `feed()` running
+    /// without the GIL holds it across other threads' calls, and that feed
+    /// runs in the thread that fed first: a feeder finding it taken is a
+    /// second one. (`check_feeder` is the caller's.)
+    fn held<'py>(slf: &Bound<'py, Self>) -> PyResult<PyRefMut<'py, Self>> {
+        slf.try_borrow_mut()
+            .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err(SECOND_FEEDER))
     }
 
-    /// R3: the aggregator for a method any thread may call (D8); while the
-    /// feeding thread holds it (see `feeder`), wait without the GIL.
-    fn waited<'py>(slf: &Bound<'py, Self>) -> PyRefMut<'py, Self> {
+    /// R3: the aggregator for a method any thread may call (D8): while a
+    /// `feed()` of it runs without the GIL, wait for it (without the GIL).
+    fn waited<'py>(slf: &Bound<'py, Self>) -> PyResult<PyRefMut<'py, Self>> {
         loop {
-            if let Ok(this) = slf.try_borrow_mut() {
-                return this;
+            match slf.try_borrow_mut() {
+                Ok(this) => return Ok(this),
+                Err(e) if !detached(|list| list.contains(&key(slf))) => return Err(e.into()),
+                Err(_) => slf
+                    .py()
+                    .detach(|| std::thread::sleep(std::time::Duration::from_micros(20))),
             }
-            slf.py()
-                .detach(|| std::thread::sleep(std::time::Duration::from_micros(20)));
         }
     }
 
@@ -632,7 +643,8 @@ impl StreamAggregator {
     /// processed with the GIL released (R3).
     fn feed<'py>(slf: &Bound<'py, Self>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
-        let mut this = Self::feeder(slf)?;
+        let mut this = Self::held(slf)?;
+        this.check_feeder()?;
         if let Some(ix) = &mut this.ix {
             return ix.feed(py, data);
         }
@@ -648,7 +660,14 @@ impl StreamAggregator {
             // R3: a large chunk is framed and aggregated with the GIL released
             // (the bytes are immutable or a private copy; deltas are made after).
             if bytes.len() >= DETACH_BYTES {
-                py.detach(run)
+                detached(|list| list.push(key(slf)));
+                let result = py.detach(run);
+                detached(|list| {
+                    if let Some(i) = list.iter().position(|&k| k == key(slf)) {
+                        list.swap_remove(i);
+                    }
+                });
+                result
             } else {
                 run()
             }
@@ -662,7 +681,8 @@ impl StreamAggregator {
         payload: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
-        let mut this = Self::feeder(slf)?;
+        let mut this = Self::held(slf)?;
+        this.check_feeder()?;
         if let Some(ix) = &mut this.ix {
             return ix.feed_event(py, payload);
         }
@@ -692,19 +712,25 @@ impl StreamAggregator {
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
-        let mut this = Self::feeder(slf)?;
-        if let Some(ix) = &this.ix {
-            return Err(ix.feed_chunk());
+        {
+            let mut this = Self::held(slf)?;
+            if let Some(ix) = &this.ix {
+                return Err(ix.feed_chunk());
+            }
+            if this.core.is_closed() {
+                return Err(closed_error(py));
+            }
+            this.check_feeder()?;
         }
-        if this.core.is_closed() {
-            return Err(closed_error(py));
-        }
+        // R3: the conversion runs Python code, so no borrow is held over it
+        // (another thread's `snapshot()` then proceeds).
         let mapping = py
             .import("fastagg._chunks")?
             .call_method1("chunk_to_mapping", (chunk,))?;
         let Value::Object(map) = from_py(&mapping, 0)? else {
             return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
         };
+        let mut this = Self::held(slf)?;
         let mut deltas = Vec::new();
         let result = deep_safe(|| this.core.feed_value(map, &mut deltas)).map(|()| Vec::new());
         this.finish_feed(py, deltas, result)
@@ -713,7 +739,7 @@ impl StreamAggregator {
     /// The current state as an `AggregatedResponse`, without changing it
     /// (after `close()`: the closed result).
     fn snapshot(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let (py, this) = (slf.py(), Self::waited(slf));
+        let (py, this) = (slf.py(), Self::waited(slf)?);
         if let Some(ix) = &this.ix {
             return ix.snapshot(py);
         }
@@ -731,7 +757,7 @@ impl StreamAggregator {
     /// without a trailing blank line, the calls closed at the end (D5).
     /// `close()` then returns the result; `feed*` raises `AggregatorClosed`.
     fn finish<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
-        let (py, mut this) = (slf.py(), Self::waited(slf));
+        let (py, mut this) = (slf.py(), Self::waited(slf)?);
         if this.ix.is_some() {
             return Err(PyTypeError::new_err(
                 "finish() is only for api='generate_content'; an Interactions stream ends with its [DONE] event: call close()",
@@ -746,7 +772,7 @@ impl StreamAggregator {
     /// End the stream and return the `AggregatedResponse`; later calls return
     /// the same object.
     fn close(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let (py, mut this) = (slf.py(), Self::waited(slf));
+        let (py, mut this) = (slf.py(), Self::waited(slf)?);
         if let Some(ix) = &mut this.ix {
             return ix.close(py);
         }
@@ -764,7 +790,7 @@ impl StreamAggregator {
     /// (`GET .../interactions/{id}?stream=true&last_event_id=...`) follows; the
     /// partial event since the last complete one is discarded (I20).
     fn reconnect(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let (py, mut this) = (slf.py(), Self::waited(slf));
+        let (py, mut this) = (slf.py(), Self::waited(slf)?);
         match &mut this.ix {
             Some(ix) => ix.reconnect(py),
             None => Err(PyTypeError::new_err(
@@ -775,22 +801,22 @@ impl StreamAggregator {
 
     /// Payloads dispatched so far (good and bad).
     #[getter]
-    fn events_seen(slf: &Bound<'_, Self>) -> u64 {
-        let this = Self::waited(slf);
+    fn events_seen(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = Self::waited(slf)?;
         if let Some(ix) = &this.ix {
-            return ix.events_seen();
+            return Ok(ix.events_seen());
         }
-        this.core.events_seen()
+        Ok(this.core.events_seen())
     }
 
     /// Bytes fed so far.
     #[getter]
-    fn bytes_seen(slf: &Bound<'_, Self>) -> u64 {
-        let this = Self::waited(slf);
+    fn bytes_seen(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = Self::waited(slf)?;
         if let Some(ix) = &this.ix {
-            return ix.bytes_seen();
+            return Ok(ix.bytes_seen());
         }
-        this.core.bytes_seen()
+        Ok(this.core.bytes_seen())
     }
 }
 
