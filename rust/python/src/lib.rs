@@ -34,32 +34,12 @@ extern "C" {
 /// OS only after a delay, on a later allocation. After framing freed a large
 /// event buffer, ask for them now, so that process RSS comes back once an
 /// oversized event is dropped (and before a large one fills its reservation).
-/// R4: the same each time the body grows by a step (`growth_step`) from
-/// 1 MiB on: what a stream accumulates (a giant argument, a long text) grows
-/// by doubling, and each doubling frees the previous block, which would
-/// otherwise stay resident next to the new one. `bytes_before` is
-/// `bytes_seen()` before the feed; four collections per doubling of the body.
-fn return_freed_pages(core: &mut Aggregator, bytes_before: u64) {
-    let after = core.bytes_seen();
-    let grew = after >= 1 << 20 && growth_step(after) > growth_step(bytes_before);
-    if core.take_released() | grew {
+/// (Doing the same as an argument grows was measured and not kept: R4.)
+fn return_freed_pages(core: &mut Aggregator) {
+    if core.take_released() {
         // SAFETY: mi_collect takes no pointers and may be called at any time.
         unsafe { mi_collect(true) };
     }
-}
-
-/// R4: the body's size in steps of a quarter power of two (1.19x each), so
-/// that a collection follows each doubling of what accumulated, whatever the
-/// framing overhead between body and accumulated bytes.
-fn growth_step(bytes: u64) -> u64 {
-    // Precision does not matter here: a step more or less is one collection.
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    let step = ((bytes.max(1) as f64).log2() * 4.0) as u64;
-    step
 }
 
 // ---------------------------------------------------------------- JSON <-> Python
@@ -652,9 +632,8 @@ impl StreamAggregator {
         let core = &mut this.core;
         let result = with_bytes(data, |bytes| {
             let mut run = || {
-                let before = core.bytes_seen();
                 let result = deep_safe(|| core.feed(bytes, &mut deltas));
-                return_freed_pages(core, before);
+                return_freed_pages(core);
                 result
             };
             // R3: a large chunk is framed and aggregated with the GIL released
@@ -765,7 +744,7 @@ impl StreamAggregator {
         }
         let mut deltas = Vec::new();
         deep_safe(|| this.core.finish(&mut deltas));
-        return_freed_pages(&mut this.core, u64::MAX);
+        return_freed_pages(&mut this.core);
         this.finish_feed(py, deltas, Ok(Vec::new()))
     }
 
@@ -780,7 +759,7 @@ impl StreamAggregator {
             return Ok(done.clone_ref(py).into_any());
         }
         let response = deep_safe(|| this.core.close());
-        return_freed_pages(&mut this.core, u64::MAX);
+        return_freed_pages(&mut this.core);
         let done = AggregatedResponse::create(py, response)?;
         this.closed = Some(done.clone_ref(py));
         Ok(done.into_any())
