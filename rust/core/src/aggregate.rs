@@ -503,9 +503,9 @@ impl Aggregator {
         self.ended
     }
 
-    /// Whether framing freed a buffer larger than 1 MiB since the last call
-    /// (F17): a caller whose allocator keeps freed pages mapped can ask it to
-    /// return them now.
+    /// Whether framing dropped the buffer of an oversized event (more than
+    /// 1 MiB of it) since the last call (F17): a caller whose allocator keeps
+    /// freed pages mapped can ask it to return them now.
     pub fn take_released(&mut self) -> bool {
         self.framer.take_released()
     }
