@@ -78,6 +78,27 @@ fn key(slf: &Bound<'_, StreamAggregator>) -> usize {
     slf.as_ptr() as usize
 }
 
+/// An aggregator's entry in `DETACHED`, removed when dropped (also when the
+/// feed unwinds, so a stale entry never makes a later caller wait).
+struct Detached(usize);
+
+impl Detached {
+    fn enter(key: usize) -> Self {
+        detached(|list| list.push(key));
+        Self(key)
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        detached(|list| {
+            if let Some(i) = list.iter().position(|&k| k == self.0) {
+                list.swap_remove(i);
+            }
+        });
+    }
+}
+
 const SECOND_FEEDER: &str = "this StreamAggregator was fed from another thread first; an \
      aggregator is fed from one thread (chunks from two threads would interleave): use one \
      aggregator per stream";
@@ -640,14 +661,8 @@ impl StreamAggregator {
             // R3: a large chunk is framed and aggregated with the GIL released
             // (the bytes are immutable or a private copy; deltas are made after).
             if bytes.len() >= DETACH_BYTES {
-                detached(|list| list.push(key(slf)));
-                let result = py.detach(run);
-                detached(|list| {
-                    if let Some(i) = list.iter().position(|&k| k == key(slf)) {
-                        list.swap_remove(i);
-                    }
-                });
-                result
+                let _entry = Detached::enter(key(slf));
+                py.detach(run)
             } else {
                 run()
             }
