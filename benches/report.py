@@ -8,8 +8,8 @@ Sections of the report:
    bytes, same 4 KiB chunking; agreement of the aggregated parts is checked
    before anything is timed (a disagreement aborts with exit status 1).
 2. The targets of spec/contract/performance.md, computed from that table.
-3. ``giant_arg`` scaling: time for N and 2N MB (in process, pre-split chunks)
-   and peak RSS of a fresh subprocess per size (``VmHWM`` from /proc: it
+3. ``giant_arg`` scaling: time for 10, 25 and 50 MB (in process, pre-split
+   chunks; fifths and halves of ``--giant-mb``) and peak RSS of a fresh subprocess per size (``VmHWM`` from /proc: it
    sees the Rust allocations, which ``tracemalloc`` cannot, and unlike
    ``ru_maxrss`` it is not inherited from the parent across fork and exec).
 4. Chunk-size sweep from 1 byte to 1 MiB (no quadratic buffer handling).
@@ -19,6 +19,8 @@ Sections of the report:
    model client that yields canned bytes and a trivial tool.
 6. End to end over loopback HTTP: client CPU per event for fastagg on each
    transport, google-genai and ADK (``benches/e2e.py``).
+7. Threads: N threads x M streams with the GIL released or held, against a
+   SHA-256 calibration row (``benches/threads.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 import fastagg
 
 from . import contenders as C
-from . import corpus, e2e, interactions, sdk_chunks
+from . import corpus, e2e, interactions, sdk_chunks, threads
 from .verdict import judge
 
 __all__ = ["main"]
@@ -284,15 +286,16 @@ def _feed_all(chunks: Sequence[bytes]) -> Any:
 
 
 def giant_markdown(settings: Settings) -> str:
-    small = settings.giant_mb / 2
     lines = [
-        "| argument | body MB | time (median) | time ÷ N | peak RSS growth after close() | "
+        "| argument | body MB | time (median) | ms per MB | peak RSS growth after close() | "
         "after .function_calls | ÷ argument size |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    first: float | None = None
-    verdict = []
-    for label, mb in (("N", small), ("2N", settings.giant_mb)):
+    per_mb: list[float] = []
+    rss_close: list[float] = []
+    rss_calls: list[float] = []
+    # 10 / 25 / 50 MB at the default --giant-mb 50 (issue 12: time linear, RSS bounded).
+    for mb in (settings.giant_mb / 5, settings.giant_mb / 2, settings.giant_mb):
         body = corpus.giant_arg(mb)
         chunks = corpus.split(body)
         seconds, _ = _time(lambda ch=chunks: _feed_all(ch), settings)  # type: ignore[misc]
@@ -300,23 +303,29 @@ def giant_markdown(settings: Settings) -> str:
         rss = _rss(body)
         del body
         gc.collect()
-        if first is None:
-            first = seconds
         close_mb = (rss["close_kb"] - rss["base_kb"]) / 1024
         calls_mb = (rss["calls_kb"] - rss["base_kb"]) / 1024
         arg_mb = rss["arg_bytes"] / 2**20
+        per_mb.append(seconds * 1e3 / mb)
+        rss_close.append(close_mb / arg_mb)
+        rss_calls.append(calls_mb / arg_mb)
         lines.append(
-            f"| {label} = {arg_mb:.1f} MiB | {mb:.1f} | {seconds * 1e3:.1f} ms | {seconds / first:.2f}x "
-            f"| {close_mb:.1f} MiB | {calls_mb:.1f} MiB | {close_mb / arg_mb:.2f}x / {calls_mb / arg_mb:.2f}x |"
+            f"| {arg_mb:.1f} MiB | {mb:.1f} | {seconds * 1e3:.1f} ms | {per_mb[-1]:.2f} "
+            f"| {close_mb:.1f} MiB | {calls_mb:.1f} MiB | {rss_close[-1]:.2f}x / {rss_calls[-1]:.2f}x |"
         )
-        verdict.append((seconds / first, close_mb / arg_mb, calls_mb / arg_mb))
-    doubling, rss_close, rss_calls = verdict[-1]
+    spread = max(per_mb) / min(per_mb)
     lines.append("")
     lines.append(
-        f"Doubling the argument costs {doubling:.2f}x the time (target ≤ 2.2x: "
-        f"{judge(settings, doubling <= 2.2)}). Peak RSS growth is {rss_close:.2f}x the "
-        f"argument after `close()` and {rss_calls:.2f}x once `.function_calls` has built the Python "
-        f"string (target ≤ 3x: {judge(settings, max(rss_close, rss_calls) <= 3)}). RSS is "
+        f"Time per MB varies {spread:.2f}x across the sizes (linear: ≈ 1; target ≤ 1.2x: "
+        f"{judge(settings, spread <= 1.2)}). Peak RSS growth is at most {max(rss_close):.2f}x "
+        f"the argument after `close()` and {max(rss_calls):.2f}x once `.function_calls` has "
+        f"built the Python string (target ≤ 2x: {judge(settings, max(rss_calls) <= 2)}). "
+        "What bounds them (spec/performance.md R4): the argument's string grows by "
+        "doubling and mimalloc keeps the blocks it leaves behind; the core keeps its UTF-8 "
+        "copy (1x) as long as the result lives, and CPython stores this argument (code with "
+        "CJK comments) with 2 bytes per character, 1.84x its UTF-8 size, plus a transient "
+        "copy while its UTF-8 decoder widens; so ≤ 2x needs the core to hand its copy over "
+        "to Python (issue 12's one conversion at the boundary). RSS is "
         "the peak (`VmHWM` of /proc/self/status) of a fresh subprocess that reads the body from a file in 4 KiB pieces (the "
         "body itself is never in memory there), minus its RSS (`VmRSS`) before the first `feed()`. (`ru_maxrss` is not used: Linux keeps it across fork and exec, so the child would report the parent's peak; `tracemalloc` would miss the Rust allocations.)"
     )
@@ -331,7 +340,10 @@ def giant_markdown(settings: Settings) -> str:
 def sweep_markdown(settings: Settings) -> str:
     big_mb = 0.5 if settings.quick else 4.0
     tiny_mb = 0.0625 if settings.quick else 0.25
-    lines = ["| chunk size | body MB | time (median) | MB/s |", "|---|---:|---:|---:|"]
+    lines = [
+        "| chunk size | body MB | time (median) | MB/s | µs per event |",
+        "|---|---:|---:|---:|---:|",
+    ]
     rates: dict[str, float] = {}
     for mb, sizes in (
         (tiny_mb, (1,)),
@@ -339,6 +351,7 @@ def sweep_markdown(settings: Settings) -> str:
         (big_mb, (16, 256, 4096, 65536, 1 << 20)),
     ):
         body = corpus.giant_arg(mb, fragment=4096)
+        events = body.count(b"\r\n\r\n")
         for size in sizes:
             chunks = corpus.split(body, size)
             seconds, _ = _time(lambda ch=chunks: _feed_all(ch), settings)  # type: ignore[misc]
@@ -346,7 +359,8 @@ def sweep_markdown(settings: Settings) -> str:
             rates[f"{size}@{mb}"] = seconds
             label = f"{size:,} B" if size < 1024 else f"{size // 1024:,} KiB"
             lines.append(
-                f"| {label} | {len(body) / 1e6:.2f} | {seconds * 1e3:.1f} ms | {_fmt(rate)} |"
+                f"| {label} | {len(body) / 1e6:.2f} | {seconds * 1e3:.1f} ms | {_fmt(rate)} "
+                f"| {seconds * 1e6 / events:.2f} |"
             )
     one_double = rates[f"1@{tiny_mb * 2}"] / rates[f"1@{tiny_mb}"]
     one_vs_4k = rates[f"1@{tiny_mb * 2}"] / rates[f"4096@{tiny_mb * 2}"]
@@ -716,6 +730,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "feed_chunk() of google-genai objects (integrations G4)",
                 lambda settings: sdk_chunks.sdk_chunks_markdown(settings, _time),
             ),
+            ("Threads: N threads x M streams (spec/performance.md R3)", threads.threads_markdown),
             ("End to end over loopback", lambda settings: e2e.e2e_markdown(settings.quick)),
             (
                 "Interactions API streams (issue 13; fastagg vs google-genai's Interactions path)",

@@ -17,7 +17,7 @@ import pytest
 
 import fastagg
 from fastagg import StopReason, run_turn
-from fastagg._chunks import _GENAI_LOCAL_FIELDS, _plain, chunk_to_mapping
+from fastagg._chunks import _GENAI_LOCAL_FIELDS, _model_of, _plain, chunk_to_mapping
 from fastagg.testing import (
     AGENT_PROMPT,
     STREAMED_ANSWER,
@@ -146,6 +146,31 @@ def test_g4_a_value_the_fast_path_does_not_know_takes_the_model_dump_path() -> N
     response = types.GenerateContentResponse(model_version=Named("m"))
     assert chunk_to_mapping(response) == {"modelVersion": "m"}
     assert type(chunk_to_mapping(response)["modelVersion"]) is str
+
+
+def test_g8_chunks_with_many_different_field_sets_stay_exact_and_bounded() -> None:
+    fields = [
+        "cached_content_token_count",
+        "candidates_token_count",
+        "prompt_token_count",
+        "thoughts_token_count",
+        "tool_use_prompt_token_count",
+        "total_token_count",
+        "prompt_tokens_details",
+        "traffic_type",
+        "cache_tokens_details",
+    ]
+    values: dict[str, Any] = {
+        "prompt_tokens_details": [types.ModalityTokenCount(modality="TEXT", token_count=3)],
+        "cache_tokens_details": [],
+        "traffic_type": types.TrafficType.ON_DEMAND,
+    }
+    usage_class = types.GenerateContentResponseUsageMetadata
+    for mask in range(1, 2 ** len(fields)):  # 511 different sets of set fields
+        chosen = {f: values.get(f, i) for i, f in enumerate(fields) if mask >> i & 1}
+        response = types.GenerateContentResponse(usage_metadata=usage_class(**chosen))
+        assert orjson.dumps(chunk_to_mapping(response)) == orjson.dumps(_dump_path(response))
+    assert len(_model_of(usage_class).layouts) == 256  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- G5

@@ -66,7 +66,7 @@ class _NeedsPath(Exception):
 class _Model:
     """How to read one pydantic model class: wire names, field order, non-None defaults."""
 
-    __slots__ = ("alias", "always", "order")
+    __slots__ = ("alias", "always", "layouts", "order")
 
     def __init__(self, fields: Mapping[str, Any]) -> None:
         wire = [name for name in fields if name not in _GENAI_LOCAL_FIELDS]
@@ -80,6 +80,21 @@ class _Model:
             if getattr(fields[name], "default", None) is not None
             or getattr(fields[name], "default_factory", None) is not None
         )
+        # G8: per set of set fields (as pydantic iterates it), the (field, wire
+        # name) pairs in field order; a chunk's models repeat a few such sets.
+        self.layouts: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+
+    def layout(self, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        found = self.layouts.get(names)
+        if found is None:
+            wire = sorted((n for n in names if n in self.alias), key=self.order.__getitem__)
+            found = tuple((n, self.alias[n]) for n in wire)
+            if len(self.layouts) < _MAX_LAYOUTS:  # odd chunks cannot grow it without bound
+                self.layouts[names] = found
+        return found
+
+
+_MAX_LAYOUTS = 256
 
 
 # Per class: how to read it when it is a pydantic model, else None.
@@ -117,15 +132,12 @@ def _fast(value: Any) -> Any:
         if info.always:
             names = names | info.always
         held = value.__dict__
-        alias = info.alias
-        wire = [name for name in names if name in alias]
-        if len(wire) > 1:
-            wire.sort(key=info.order.__getitem__)
         out = {}
-        for name in wire:
+        for name, wire in info.layout(tuple(names)):
             item = held.get(name)
             if item is not None:
-                out[alias[name]] = _fast(item)
+                # G8: strings (most leaves) without a call.
+                out[wire] = item if type(item) is str else _fast(item)
         return out
     if t is list:
         return [_fast(item) for item in value]

@@ -156,12 +156,20 @@ for _ in range(2 * limit // len(piece)):
     agg.feed(piece)
 agg.feed(b'"}\\n\\ndata: {"candidates":[{"content":{"parts":[{"text":"after"}]}}]}\\n\\n')
 result = agg.close()
-print((status("VmHWM") - base) / limit, result.text, len(result.warnings))
+print(status("VmHWM") - base, status("VmRSS") - base, result.text, len(result.warnings))
 """
 
+# MiB of slack in the bounds below: Python objects made by 1,000 feed() calls, and
+# for the peak the allocator's share: the doubling chain below 1 MiB that the
+# event's buffer left behind and mimalloc's eager arena commit (measured: peak
+# 38.4 MiB for the Rust core, 0.04 MiB for the twin, which keeps nothing; after
+# the event 0.0 MiB for both, 38.5 MiB before the core returned the pages).
+_PEAK_SLACK = 8 * 1024 * 1024
+_AFTER_SLACK = 2 * 1024 * 1024
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-def test_f17_an_oversized_event_costs_about_the_limit_not_twice_it(impl: ModuleType) -> None:
+
+def _oversized_event(impl: ModuleType) -> tuple[int, int]:
+    """(peak RSS growth, RSS growth after the event) of a 64 MiB event against a 32 MiB limit."""
     done = subprocess.run(
         [sys.executable, "-c", _OVERSIZED_WORKER, impl.__name__],
         capture_output=True,
@@ -169,6 +177,20 @@ def test_f17_an_oversized_event_costs_about_the_limit_not_twice_it(impl: ModuleT
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    growth, text, warnings = done.stdout.split()
+    peak, after, text, warnings = done.stdout.split()
     assert (text, warnings) == ("after", "1")
-    assert float(growth) < 1.5  # F8: the limit plus one chunk (and the first MiB of growth)
+    return int(peak), int(after)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_f17_an_oversized_event_peaks_at_the_limit_plus_a_chunk_and_allocator_slack(
+    impl: ModuleType,
+) -> None:
+    peak, _ = _oversized_event(impl)
+    assert peak <= 32 * 1024 * 1024 + 65536 + _PEAK_SLACK
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_f17_rss_returns_once_an_oversized_event_is_dropped(impl: ModuleType) -> None:
+    _, after = _oversized_event(impl)
+    assert after <= _AFTER_SLACK

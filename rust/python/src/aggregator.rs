@@ -12,8 +12,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use serde_json::Value;
 
+use crate::alloc::return_freed_pages;
 use crate::convert::{from_py, limit, with_bytes};
 use crate::deltas::deltas_to_py;
+use crate::detach::{is_detached, key, Detached, DETACH_BYTES};
 use crate::errors::{closed_error, malformed_error};
 use crate::interactions;
 use crate::results::AggregatedResponse;
@@ -84,6 +86,29 @@ pub struct StreamAggregator {
 }
 
 impl StreamAggregator {
+    /// D8, R3: the aggregator for a `feed*()`. Only a `feed()` running
+    /// without the GIL holds it across other threads' calls, and that feed
+    /// runs in the thread that fed first: a feeder finding it taken is a
+    /// second one. (`check_feeder` is the caller's.)
+    fn held<'py>(slf: &Bound<'py, Self>) -> PyResult<PyRefMut<'py, Self>> {
+        slf.try_borrow_mut()
+            .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err(SECOND_FEEDER))
+    }
+
+    /// R3: the aggregator for a method any thread may call (D8): while a
+    /// `feed()` of it runs without the GIL, wait for it (without the GIL).
+    fn waited<'py>(slf: &Bound<'py, Self>) -> PyResult<PyRefMut<'py, Self>> {
+        loop {
+            match slf.try_borrow_mut() {
+                Ok(this) => return Ok(this),
+                Err(e) if !is_detached(key(slf)) => return Err(e.into()),
+                Err(_) => slf
+                    .py()
+                    .detach(|| std::thread::sleep(std::time::Duration::from_micros(20))),
+            }
+        }
+    }
+
     /// D8: chunks fed from two threads would interleave in an arbitrary order.
     fn check_feeder(&mut self) -> PyResult<()> {
         let me = std::thread::current().id();
@@ -161,87 +186,107 @@ impl StreamAggregator {
     /// Feed raw body bytes (any split); returns the deltas of the events they
     /// completed (`[]` with `deltas=False`). Raises `MalformedStreamError`
     /// (strict mode; good events of the call are kept, their deltas in
-    /// `.deltas`) or `AggregatorClosed`.
-    fn feed<'py>(
-        &mut self,
-        py: Python<'py>,
-        data: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        self.check_feeder()?;
-        if let Some(ix) = &mut self.ix {
+    /// `.deltas`) or `AggregatorClosed`. A chunk of 16 KiB or more is
+    /// processed with the GIL released (R3).
+    fn feed<'py>(slf: &Bound<'py, Self>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let mut this = Self::held(slf)?;
+        this.check_feeder()?;
+        if let Some(ix) = &mut this.ix {
             return ix.feed(py, data);
         }
         let mut deltas = Vec::new();
+        let core = &mut this.core;
         let result = with_bytes(data, |bytes| {
-            deep_safe(|| self.core.feed(bytes, &mut deltas))
+            let mut run = || {
+                let result = deep_safe(|| core.feed(bytes, &mut deltas));
+                return_freed_pages(core);
+                result
+            };
+            // R3: a large chunk is framed and aggregated with the GIL released
+            // (the bytes are immutable or a private copy; deltas are made after).
+            if bytes.len() >= DETACH_BYTES {
+                let _entry = Detached::enter(key(slf));
+                py.detach(run)
+            } else {
+                run()
+            }
         })?;
-        self.finish_feed(py, deltas, result)
+        this.finish_feed(py, deltas, result)
     }
 
     /// Feed one complete `GenerateContentResponse` JSON payload.
     fn feed_event<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         payload: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.check_feeder()?;
-        if let Some(ix) = &mut self.ix {
+        let py = slf.py();
+        let mut this = Self::held(slf)?;
+        this.check_feeder()?;
+        if let Some(ix) = &mut this.ix {
             return ix.feed_event(py, payload);
         }
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
             if let Ok(text) = s.to_str() {
-                deep_safe(|| self.core.feed_event(text.as_bytes(), &mut deltas))
+                deep_safe(|| this.core.feed_event(text.as_bytes(), &mut deltas))
             } else {
                 // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.
                 let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
                 with_bytes(&raw, |bytes| {
-                    deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+                    deep_safe(|| this.core.feed_event(bytes, &mut deltas))
                 })?
             }
         } else {
             with_bytes(payload, |bytes| {
-                deep_safe(|| self.core.feed_event(bytes, &mut deltas))
+                deep_safe(|| this.core.feed_event(bytes, &mut deltas))
             })?
         };
-        self.finish_feed(py, deltas, result)
+        this.finish_feed(py, deltas, result)
     }
 
     /// Feed one parsed chunk: a REST camelCase dict or a google-genai response object.
     fn feed_chunk<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        if self.ix.is_some() {
-            return Err(interactions::IxStream::feed_chunk());
+        let py = slf.py();
+        {
+            let mut this = Self::held(slf)?;
+            if this.ix.is_some() {
+                return Err(interactions::IxStream::feed_chunk());
+            }
+            if this.core.is_closed() {
+                return Err(closed_error(py));
+            }
+            this.check_feeder()?;
         }
-        if self.core.is_closed() {
-            return Err(closed_error(py));
-        }
-        self.check_feeder()?;
+        // R3: the conversion runs Python code, so no borrow is held over it
+        // (another thread's `snapshot()` then proceeds).
         let mapping = py
             .import("fastagg._chunks")?
             .call_method1("chunk_to_mapping", (chunk,))?;
         let Value::Object(map) = from_py(&mapping, 0)? else {
             return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
         };
+        let mut this = Self::held(slf)?;
         let mut deltas = Vec::new();
-        let result = deep_safe(|| self.core.feed_value(map, &mut deltas)).map(|()| Vec::new());
-        self.finish_feed(py, deltas, result)
+        let result = deep_safe(|| this.core.feed_value(map, &mut deltas)).map(|()| Vec::new());
+        this.finish_feed(py, deltas, result)
     }
 
     /// The current state as an `AggregatedResponse`, without changing it
     /// (after `close()`: the closed result).
-    fn snapshot(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if let Some(ix) = &self.ix {
+    fn snapshot(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let (py, this) = (slf.py(), Self::waited(slf)?);
+        if let Some(ix) = &this.ix {
             return ix.snapshot(py);
         }
-        match &self.closed {
+        match &this.closed {
             Some(done) => Ok(done.clone_ref(py).into_any()),
             None => Ok(AggregatedResponse::create(
                 py,
-                Arc::new(deep_safe(|| self.core.snapshot())),
+                Arc::new(deep_safe(|| this.core.snapshot())),
             )?
             .into_any()),
         }
@@ -250,36 +295,42 @@ impl StreamAggregator {
     /// End the input and return the deltas that produced: a final event
     /// without a trailing blank line, the calls closed at the end (D5).
     /// `close()` then returns the result; `feed*` raises `AggregatorClosed`.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        if self.ix.is_some() {
+    fn finish<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let (py, mut this) = (slf.py(), Self::waited(slf)?);
+        if this.ix.is_some() {
             return Err(PyTypeError::new_err(
                 "finish() is only for api='generate_content'; an Interactions stream ends with its [DONE] event: call close()",
             ));
         }
         let mut deltas = Vec::new();
-        deep_safe(|| self.core.finish(&mut deltas));
-        self.finish_feed(py, deltas, Ok(Vec::new()))
+        deep_safe(|| this.core.finish(&mut deltas));
+        return_freed_pages(&mut this.core);
+        this.finish_feed(py, deltas, Ok(Vec::new()))
     }
 
     /// End the stream and return the `AggregatedResponse`; later calls return
     /// the same object.
-    fn close(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if let Some(ix) = &mut self.ix {
+    fn close(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let (py, mut this) = (slf.py(), Self::waited(slf)?);
+        if let Some(ix) = &mut this.ix {
             return ix.close(py);
         }
-        if let Some(done) = &self.closed {
+        if let Some(done) = &this.closed {
             return Ok(done.clone_ref(py).into_any());
         }
-        let done = AggregatedResponse::create(py, deep_safe(|| self.core.close()))?;
-        self.closed = Some(done.clone_ref(py));
+        let response = deep_safe(|| this.core.close());
+        return_freed_pages(&mut this.core);
+        let done = AggregatedResponse::create(py, response)?;
+        this.closed = Some(done.clone_ref(py));
         Ok(done.into_any())
     }
 
     /// `api="interactions"`: the connection dropped and the resumed stream
     /// (`GET .../interactions/{id}?stream=true&last_event_id=...`) follows; the
     /// partial event since the last complete one is discarded (I20).
-    fn reconnect(&mut self, py: Python<'_>) -> PyResult<()> {
-        match &mut self.ix {
+    fn reconnect(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let (py, mut this) = (slf.py(), Self::waited(slf)?);
+        match &mut this.ix {
             Some(ix) => ix.reconnect(py),
             None => Err(PyTypeError::new_err(
                 "reconnect() is only for api='interactions' (a generateContent stream cannot be resumed)",
@@ -289,19 +340,21 @@ impl StreamAggregator {
 
     /// Payloads dispatched so far (good and bad).
     #[getter]
-    fn events_seen(&self) -> u64 {
-        if let Some(ix) = &self.ix {
-            return ix.events_seen();
+    fn events_seen(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = Self::waited(slf)?;
+        if let Some(ix) = &this.ix {
+            return Ok(ix.events_seen());
         }
-        self.core.events_seen()
+        Ok(this.core.events_seen())
     }
 
     /// Bytes fed so far.
     #[getter]
-    fn bytes_seen(&self) -> u64 {
-        if let Some(ix) = &self.ix {
-            return ix.bytes_seen();
+    fn bytes_seen(slf: &Bound<'_, Self>) -> PyResult<u64> {
+        let this = Self::waited(slf)?;
+        if let Some(ix) = &this.ix {
+            return Ok(ix.bytes_seen());
         }
-        self.core.bytes_seen()
+        Ok(this.core.bytes_seen())
     }
 }

@@ -2,8 +2,10 @@
 
 use fastagg_core::aggregate::Delta;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
+use serde_json::Value;
 
 use crate::convert::to_py;
 
@@ -60,9 +62,52 @@ record_class!(TextDelta, "A text fragment (thought or answer) of candidate `cand
 record_class!(CallStart, "A function call was first seen at part `index`.",
     candidate: u32, index: usize, id: Option<String>, name: Option<String>);
 record_class!(ArgDelta, "A streamed argument fragment was applied at `json_path`.",
-    candidate: u32, index: usize, json_path: String, value: Py<PyAny>);
+    candidate: u32, index: usize, json_path: String, value: LazyJson);
 record_class!(CallEnd, "A function call is complete: `call` is {\"id\", \"name\", \"args\"}.",
-    candidate: u32, index: usize, call: Py<PyAny>);
+    candidate: u32, index: usize, call: LazyJson);
+
+/// A delta's JSON value, built as a Python object on its first read and then
+/// kept (R2): an argument fragment or a finished call can be megabytes of
+/// text, whose `str` costs as much as parsing it, and most consumers never
+/// read `ArgDelta.value` or `CallEnd.call`.
+pub struct LazyJson {
+    value: Value,
+    object: PyOnceLock<Py<PyAny>>,
+}
+
+impl LazyJson {
+    fn new(value: Value) -> Self {
+        Self {
+            value,
+            object: PyOnceLock::new(),
+        }
+    }
+}
+
+impl<'py> FromPyObject<'_, 'py> for LazyJson {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let object = PyOnceLock::new();
+        let _ = object.set(obj.py(), obj.to_owned().unbind());
+        Ok(Self {
+            value: Value::Null,
+            object,
+        })
+    }
+}
+
+impl<'py> IntoPyObject<'py> for &LazyJson {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.object
+            .get_or_try_init(py, || to_py(py, &self.value).map(Bound::unbind))
+            .map(|o| o.bind(py).clone())
+    }
+}
 record_class!(Finish, "A finish reason arrived for candidate `candidate`.",
     candidate: u32, reason: String);
 record_class!(StreamError, "An error object arrived inside the stream (kept verbatim).",
@@ -107,35 +152,29 @@ pub(crate) fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, Py
             index,
             json_path,
             value,
-        } => {
-            let value = to_py(py, &value)?.unbind();
-            Bound::new(
-                py,
-                ArgDelta {
-                    candidate,
-                    index,
-                    json_path,
-                    value,
-                },
-            )
-            .map(Bound::into_any)
-        }
+        } => Bound::new(
+            py,
+            ArgDelta {
+                candidate,
+                index,
+                json_path,
+                value: LazyJson::new(value),
+            },
+        )
+        .map(Bound::into_any),
         Delta::CallEnd {
             candidate,
             index,
             call,
-        } => {
-            let call = to_py(py, &call)?.unbind();
-            Bound::new(
-                py,
-                CallEnd {
-                    candidate,
-                    index,
-                    call,
-                },
-            )
-            .map(Bound::into_any)
-        }
+        } => Bound::new(
+            py,
+            CallEnd {
+                candidate,
+                index,
+                call: LazyJson::new(call),
+            },
+        )
+        .map(Bound::into_any),
         Delta::Finish { candidate, reason } => {
             Bound::new(py, Finish { candidate, reason }).map(Bound::into_any)
         }

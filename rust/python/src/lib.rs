@@ -2,9 +2,11 @@
 //! every rule lives in the core crate.
 
 mod aggregator;
+mod alloc;
 mod convert;
 mod decoder;
 mod deltas;
+mod detach;
 mod errors;
 mod interactions;
 mod results;
@@ -15,12 +17,6 @@ use crate::aggregator::StreamAggregator;
 use crate::decoder::SseDecoder;
 use crate::deltas::{ArgDelta, CallEnd, CallStart, Finish, SseEvent, StreamError, TextDelta};
 use crate::results::{AggregatedResponse, Candidate};
-
-// Events allocate many small maps and strings (parts, args, keys); mimalloc
-// serves them several times faster than the system allocator (measured on
-// the tool_parallel stream). Only Rust-side allocations use it.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[pymodule]
 fn _fastagg(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -199,6 +199,13 @@ impl Aggregator {
         self.ended
     }
 
+    /// Whether framing dropped the buffer of an oversized event (more than
+    /// 1 MiB of it) since the last call (F17): a caller whose allocator keeps
+    /// freed pages mapped can ask it to return them now.
+    pub fn take_released(&mut self) -> bool {
+        self.framer.take_released()
+    }
+
     /// Feeds raw body bytes (any split). Deltas go to `deltas`; the returned
     /// list holds the payloads that were skipped as malformed (F8, F10),
     /// empty with `strict = false` (they become warnings).

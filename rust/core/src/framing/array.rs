@@ -41,7 +41,7 @@ pub(super) struct ArrayFramer {
     esc: bool,
     /// The element started with `{` or `[`: it is complete when that closes.
     container: bool,
-    elem: Acc,
+    pub(super) elem: Acc,
     /// Logical length of the element up to its last non-whitespace byte.
     content_len: u64,
 }

@@ -65,6 +65,10 @@ pub(super) struct Acc {
     pub(super) exact: bool,
     /// The event was found too large: its bytes are only counted.
     pub(super) given_up: bool,
+    /// The buffer of an event found too large (more than `RETAIN` of it)
+    /// went back to the allocator since the last
+    /// [`BodyFramer::take_released`](super::BodyFramer::take_released) (F17).
+    pub(super) released: bool,
 }
 
 /// Buffers with more capacity than this are freed when their event ends, so a
@@ -87,6 +91,7 @@ impl Acc {
 
     /// Keeps nothing more of this event and frees what was kept (F17).
     pub(super) fn give_up(&mut self) {
+        self.released |= self.buf.capacity() > RETAIN;
         self.buf = Vec::new();
         self.borrowed = None;
         self.given_up = true;

@@ -195,6 +195,14 @@ impl BodyFramer {
         }
     }
 
+    /// Whether the buffer of an oversized event was dropped since the last
+    /// call (F17): the caller may then ask its allocator to return freed
+    /// pages to the OS, which allocators that keep pages for reuse do not do
+    /// at once.
+    pub fn take_released(&mut self) -> bool {
+        std::mem::take(&mut self.sse.ev.released) | std::mem::take(&mut self.array.elem.released)
+    }
+
     /// Ends the stream (F14): processes a final unterminated line and reports
     /// a pending event as `Unterminated` or `Incomplete`. Later calls of
     /// `feed` and `close` do nothing.

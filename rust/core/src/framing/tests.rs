@@ -40,6 +40,30 @@ fn f17_an_oversized_event_frees_its_buffer_and_a_large_one_is_not_kept() {
     assert_eq!(framer.sse.ev.buf.capacity(), 0);
 }
 
+#[test]
+fn f17_take_released_reports_each_dropped_oversized_buffer_once() {
+    let mut framer = BodyFramer::new(4 << 20);
+    let mut sink = |_: Frame<'_>| {};
+    // A large event that fits: its buffer is freed at its end, not reported
+    // (returning its pages would be paid again by the next large event).
+    let piece = vec![b'x'; 64 * 1024];
+    framer.feed(b"data: {\"a\":\"", &mut sink);
+    for _ in 0..32 {
+        framer.feed(&piece, &mut sink);
+    }
+    framer.feed(b"\"}\n\n", &mut sink);
+    assert!(!framer.take_released());
+    // An oversized one: its buffer is dropped once it passes the limit.
+    framer.feed(b"data: {\"a\":\"", &mut sink);
+    for _ in 0..80 {
+        framer.feed(&piece, &mut sink);
+    }
+    assert!(framer.take_released());
+    assert!(!framer.take_released());
+    framer.feed(b"\"}\n\ndata: {}\n\n", &mut sink);
+    assert!(!framer.take_released());
+}
+
 fn own(f: Frame<'_>) -> F {
     match f {
         Frame::Payload { offset, data } => F::P(offset, data.to_vec()),

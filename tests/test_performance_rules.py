@@ -1,0 +1,100 @@
+"""Rules of spec/performance.md that the tests can observe (no timing)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+
+from fastagg import _fastagg
+from streams import sse_body
+
+MIB = 1024 * 1024
+
+
+def _streamed_call(megabytes: int) -> bytes:
+    """One call whose ``$.content`` streams as ``megabytes`` fragments of 1 MiB."""
+    head = {"functionCall": {"id": "c", "name": "write", "willContinue": True}}
+    piece = {
+        "functionCall": {
+            "partialArgs": [{"jsonPath": "$.content", "stringValue": "x" * MIB}],
+            "willContinue": True,
+        }
+    }
+    tail = {"functionCall": {}}
+    chunks = [head, *[piece] * megabytes, tail]
+    return sse_body({"candidates": [{"content": {"parts": [p]}}]} for p in chunks)
+
+
+def test_r2_delta_values_are_python_objects_only_once_read() -> None:
+    # Python strings are allocated by Python's allocator, which tracemalloc sees
+    # (the core's own buffers it does not): 4 MiB of argument held as str by
+    # the deltas would show as at least 8 MiB (fragments and the finished call).
+    body = _streamed_call(4)
+    agg = _fastagg.StreamAggregator()
+    tracemalloc.start()
+    try:
+        deltas = agg.feed(body)
+        unread = tracemalloc.get_traced_memory()[0]
+        call = next(d for d in deltas if isinstance(d, _fastagg.CallEnd)).call
+        read = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert unread < MIB
+    assert read - unread >= 4 * MIB
+    assert len(call["args"]["content"]) == 4 * MIB
+
+
+def test_r2_a_delta_value_read_twice_is_one_object() -> None:
+    deltas = _fastagg.StreamAggregator().feed(_streamed_call(1))
+    arg = next(d for d in deltas if isinstance(d, _fastagg.ArgDelta))
+    end = next(d for d in deltas if isinstance(d, _fastagg.CallEnd))
+    assert arg.value is arg.value
+    assert end.call is end.call
+    assert (arg.json_path, len(arg.value)) == ("$.content", MIB)
+    assert end == _fastagg.CallEnd(
+        0, 0, {"id": "c", "name": "write", "args": {"content": "x" * MIB}}
+    )
+
+
+_GIANT_WORKER = """
+import json, sys
+import fastagg
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+
+def event(part):
+    return b"data: " + json.dumps({"candidates": [{"content": {"parts": [part]}}]}).encode() + b"\\r\\n\\r\\n"
+
+piece = event({"functionCall": {"partialArgs": [{"jsonPath": "$.content", "stringValue": "x" * 16384}],
+                                "willContinue": True}})
+head = event({"functionCall": {"id": "c", "name": "write", "willContinue": True}})
+agg = fastagg.StreamAggregator(deltas=False)
+base = status("VmRSS")
+agg.feed(head)
+for _ in range(2048):  # 32 MiB of argument
+    agg.feed(piece)
+agg.feed(event({"functionCall": {}}))
+result = agg.close()
+print(status("VmHWM") - base, len(result.parts[0]["functionCall"]["args"]["content"]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_r4_a_giant_argument_peaks_below_three_times_its_size() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _GIANT_WORKER], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak, size = map(int, done.stdout.split())
+    assert size == 32 * MIB
+    # The argument's string grows by doubling and the allocator keeps the blocks
+    # it leaves behind (measured: 2.33x); a regression in how the core grows or
+    # copies it shows here.
+    assert peak < 3 * size
