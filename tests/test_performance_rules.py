@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tracemalloc
+from types import ModuleType
 
 import pytest
 
@@ -98,3 +99,80 @@ def test_r4_a_giant_argument_peaks_below_three_times_its_size() -> None:
     # it leaves behind (measured: 2.33x); a regression in how the core grows or
     # copies it shows here.
     assert peak < 3 * size
+
+
+_R6_STREAM = (
+    sse_body(
+        [
+            {
+                "candidates": [{"content": {"parts": [{"text": "Hello", "thought": True}]}}],
+                "modelVersion": "gemini-x",
+                "responseId": "resp-1",
+                "promptFeedback": {"blockReason": "NONE"},
+            },
+            {
+                "candidates": [
+                    {
+                        "content": {
+                            "parts": [
+                                {"text": "Hello there"},
+                                {"functionCall": {"name": "f", "args": {"a": 1}}},
+                            ]
+                        },
+                        "finishReason": "STOP",
+                        "finishMessage": "done here",
+                    }
+                ],
+                "usageMetadata": {"promptTokenCount": 3},
+            },
+            {"error": {"code": 500, "message": "late"}},
+        ]
+    )
+    + b"data: {bad json\r\n\r\n"
+)
+
+_R6_ACCESSORS = (
+    "parts",
+    "content",
+    "text",
+    "thought_text",
+    "function_calls",
+    "finish_reason",
+    "finish_message",
+    "usage",
+    "model_version",
+    "response_id",
+    "prompt_feedback",
+    "error",
+    "warnings",
+    "diagnostics",
+    "candidates",
+)
+
+
+@pytest.mark.parametrize("name", _R6_ACCESSORS)
+def test_r6_every_result_accessor_is_built_once(impl: ModuleType, name: str) -> None:
+    agg = impl.StreamAggregator(strict=False)
+    agg.feed(_R6_STREAM)
+    result = agg.close()
+    first = getattr(result, name)
+    assert first is getattr(result, name)
+    assert first is not None and first != "" and first != [] and first != ()
+
+
+@pytest.mark.parametrize("name", ["text", "thought_text", "finish_reason", "finish_message"])
+def test_r6_every_candidate_accessor_is_built_once(impl: ModuleType, name: str) -> None:
+    agg = impl.StreamAggregator(strict=False)
+    agg.feed(_R6_STREAM)
+    candidate = agg.close().candidates[0]
+    assert getattr(candidate, name) is getattr(candidate, name)
+    assert getattr(candidate, name) is getattr(agg.close(), name)
+
+
+def test_r6_a_text_delta_str_is_built_once(impl: ModuleType) -> None:
+    agg = impl.StreamAggregator()
+    (delta,) = agg.feed(
+        sse_body([{"candidates": [{"content": {"parts": [{"text": "Hello there"}]}}]}])
+    )
+    assert delta.text == "Hello there"
+    assert delta.text is delta.text

@@ -3,7 +3,7 @@
 use fastagg_core::aggregate::Delta;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 use serde_json::Value;
 
@@ -58,7 +58,7 @@ macro_rules! record_class {
 }
 
 record_class!(TextDelta, "A text fragment (thought or answer) of candidate `candidate`, part `index`.",
-    candidate: u32, index: usize, text: String, thought: bool);
+    candidate: u32, index: usize, text: Py<PyString>, thought: bool);
 record_class!(CallStart, "A function call was first seen at part `index`.",
     candidate: u32, index: usize, id: Option<String>, name: Option<String>);
 record_class!(ArgDelta, "A streamed argument fragment was applied at `json_path`.",
@@ -127,7 +127,8 @@ pub(crate) fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, Py
             TextDelta {
                 candidate,
                 index,
-                text,
+                // R6: built once here, not on each read of `.text`.
+                text: PyString::new(py, &text).unbind(),
                 thought,
             },
         )

@@ -7,10 +7,23 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
 
 use crate::convert::{map_to_py, opt_to_py, to_py};
 use crate::errors::diagnostics_to_py;
+
+/// R6: the value in `cell`, built by `make` on the first read.
+fn once<'py, T>(
+    py: Python<'py>,
+    cell: &PyOnceLock<Py<T>>,
+    make: impl FnOnce() -> PyResult<Bound<'py, T>>,
+) -> PyResult<Bound<'py, T>> {
+    Ok(cell
+        .get_or_try_init(py, || make().map(Bound::unbind))?
+        .bind(py)
+        .clone())
+}
 
 /// One candidate of an `AggregatedResponse`. Its Python values are built once,
 /// on first access, and shared: `content["parts"]` is `parts`, and each
@@ -24,6 +37,11 @@ pub struct Candidate {
     content: PyOnceLock<Py<PyDict>>,
     calls: PyOnceLock<Py<PyList>>,
     metadata: PyOnceLock<Py<PyDict>>,
+    // R6: so are the strings (a long text's `str` costs a copy per read).
+    text: PyOnceLock<Py<PyString>>,
+    thought_text: PyOnceLock<Py<PyString>>,
+    finish_reason: PyOnceLock<Py<PyAny>>,
+    finish_message: PyOnceLock<Py<PyAny>>,
 }
 
 impl Candidate {
@@ -35,6 +53,10 @@ impl Candidate {
             content: PyOnceLock::new(),
             calls: PyOnceLock::new(),
             metadata: PyOnceLock::new(),
+            text: PyOnceLock::new(),
+            thought_text: PyOnceLock::new(),
+            finish_reason: PyOnceLock::new(),
+            finish_message: PyOnceLock::new(),
         }
     }
 
@@ -90,6 +112,28 @@ impl Candidate {
         Ok(calls.bind(py).clone())
     }
 
+    fn text_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        once(py, &self.text, || Ok(PyString::new(py, self.text_of())))
+    }
+
+    fn thought_text_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        once(py, &self.thought_text, || {
+            Ok(PyString::new(py, self.thought_text_of()))
+        })
+    }
+
+    fn finish_reason_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        once(py, &self.finish_reason, || {
+            self.finish_reason_of().into_bound_py_any(py)
+        })
+    }
+
+    fn finish_message_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        once(py, &self.finish_message, || {
+            self.finish_message_of().into_bound_py_any(py)
+        })
+    }
+
     fn text_of(&self) -> &str {
         self.data().map_or("", |c| c.text.as_str())
     }
@@ -131,13 +175,13 @@ impl Candidate {
     }
     /// Non-thought text of this candidate.
     #[getter]
-    fn text(&self) -> &str {
-        self.text_of()
+    fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        self.text_py(py)
     }
     /// Thought text of this candidate.
     #[getter]
-    fn thought_text(&self) -> &str {
-        self.thought_text_of()
+    fn thought_text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        self.thought_text_py(py)
     }
     /// `[{"id", "name", "args"}]` of this candidate, in part order.
     #[getter]
@@ -151,22 +195,21 @@ impl Candidate {
     }
     /// Raw finish reason of this candidate, or None.
     #[getter]
-    fn finish_reason(&self) -> Option<&str> {
-        self.finish_reason_of()
+    fn finish_reason<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.finish_reason_py(py)
     }
     /// Finish message of this candidate, or None.
     #[getter]
-    fn finish_message(&self) -> Option<&str> {
-        self.finish_message_of()
+    fn finish_message<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.finish_message_py(py)
     }
     /// The other candidate keys (E5), last non-null wins.
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let metadata = self.metadata.get_or_try_init(py, || match self.data() {
-            Some(c) => map_to_py(py, &c.metadata).map(Bound::unbind),
-            None => Ok(PyDict::new(py).unbind()),
-        })?;
-        Ok(metadata.bind(py).clone())
+        once(py, &self.metadata, || match self.data() {
+            Some(c) => map_to_py(py, &c.metadata),
+            None => Ok(PyDict::new(py)),
+        })
     }
     fn __repr__(&self) -> String {
         format!(
@@ -185,6 +228,19 @@ pub struct AggregatedResponse {
     candidates: Vec<Py<Candidate>>,
     /// Candidate 0 (the flat accessors), or an empty stand-in when absent.
     first: Py<Candidate>,
+    /// R6: every accessor's value, built on its first read.
+    cached: ResponseCache,
+}
+
+struct ResponseCache {
+    candidates: PyOnceLock<Py<PyList>>,
+    usage: PyOnceLock<Py<PyAny>>,
+    model_version: PyOnceLock<Py<PyAny>>,
+    response_id: PyOnceLock<Py<PyAny>>,
+    prompt_feedback: PyOnceLock<Py<PyAny>>,
+    error: PyOnceLock<Py<PyAny>>,
+    warnings: PyOnceLock<Py<PyList>>,
+    diagnostics: PyOnceLock<Py<PyTuple>>,
 }
 
 impl AggregatedResponse {
@@ -202,6 +258,16 @@ impl AggregatedResponse {
                 inner,
                 candidates,
                 first,
+                cached: ResponseCache {
+                    candidates: PyOnceLock::new(),
+                    usage: PyOnceLock::new(),
+                    model_version: PyOnceLock::new(),
+                    response_id: PyOnceLock::new(),
+                    prompt_feedback: PyOnceLock::new(),
+                    error: PyOnceLock::new(),
+                    warnings: PyOnceLock::new(),
+                    diagnostics: PyOnceLock::new(),
+                },
             },
         )
     }
@@ -225,13 +291,13 @@ impl AggregatedResponse {
     }
     /// Non-thought text of candidate 0.
     #[getter]
-    fn text(&self) -> &str {
-        self.first().text_of()
+    fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        self.first().text_py(py)
     }
     /// Thought text of candidate 0.
     #[getter]
-    fn thought_text(&self) -> &str {
-        self.first().thought_text_of()
+    fn thought_text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        self.first().thought_text_py(py)
     }
     /// `[{"id", "name", "args"}]` of candidate 0, in part order.
     #[getter]
@@ -246,38 +312,48 @@ impl AggregatedResponse {
     }
     /// Raw finish reason of candidate 0 (e.g. "STOP"), or None.
     #[getter]
-    fn finish_reason(&self) -> Option<&str> {
-        self.first().finish_reason_of()
+    fn finish_reason<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.first().finish_reason_py(py)
     }
     /// Finish message of candidate 0, or None.
     #[getter]
-    fn finish_message(&self) -> Option<&str> {
-        self.first().finish_message_of()
+    fn finish_message<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.first().finish_message_py(py)
     }
     /// Merged `usageMetadata` (camelCase), or None.
     #[getter]
     fn usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        opt_to_py(py, self.inner.usage.as_ref())
+        once(py, &self.cached.usage, || {
+            opt_to_py(py, self.inner.usage.as_ref())
+        })
     }
     /// `modelVersion` (last non-null), or None.
     #[getter]
     fn model_version<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        opt_to_py(py, self.inner.model_version.as_ref())
+        once(py, &self.cached.model_version, || {
+            opt_to_py(py, self.inner.model_version.as_ref())
+        })
     }
     /// `responseId` (last non-null), or None.
     #[getter]
     fn response_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        opt_to_py(py, self.inner.response_id.as_ref())
+        once(py, &self.cached.response_id, || {
+            opt_to_py(py, self.inner.response_id.as_ref())
+        })
     }
     /// `promptFeedback` (last non-null), or None.
     #[getter]
     fn prompt_feedback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        opt_to_py(py, self.inner.prompt_feedback.as_ref())
+        once(py, &self.cached.prompt_feedback, || {
+            opt_to_py(py, self.inner.prompt_feedback.as_ref())
+        })
     }
     /// The in-stream error object, verbatim, or None.
     #[getter]
     fn error<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        opt_to_py(py, self.inner.error.as_ref())
+        once(py, &self.cached.error, || {
+            opt_to_py(py, self.inner.error.as_ref())
+        })
     }
     /// Candidate 0 has a finish reason and no error was recorded (E6).
     #[getter]
@@ -291,18 +367,24 @@ impl AggregatedResponse {
     }
     /// Non-fatal anomalies, in order (their texts: spec/aggregation.md).
     #[getter]
-    fn warnings(&self) -> Vec<String> {
-        self.inner.warnings()
+    fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        once(py, &self.cached.warnings, || {
+            PyList::new(py, self.inner.warnings())
+        })
     }
     /// The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3).
     #[getter]
     fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        diagnostics_to_py(py, &self.inner.diagnostics)
+        once(py, &self.cached.diagnostics, || {
+            diagnostics_to_py(py, &self.inner.diagnostics)
+        })
     }
     /// Every candidate, in index order.
     #[getter]
     fn candidates<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.candidates.iter().map(|c| c.clone_ref(py)))
+        once(py, &self.cached.candidates, || {
+            PyList::new(py, self.candidates.iter().map(|c| c.clone_ref(py)))
+        })
     }
     /// A GenerateContentResponse-shaped dict of the aggregate (fresh objects).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
