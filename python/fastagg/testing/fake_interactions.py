@@ -54,7 +54,10 @@ class InteractionTurn:
     ``drop_after`` closes the connection after that many events (counting the
     created event) without ``[DONE]``; ``cut_after_bytes`` closes it after that
     many body bytes (inside an event); ``send_done=False`` ends the body
-    normally but without the ``[DONE]`` sentinel. ``continuation_token`` (long
+    normally but without the ``[DONE]`` sentinel; ``resume_drops`` makes the
+    resumes of this interaction drop again: the k-th resume closes the
+    connection after ``resume_drops[k]`` of the events it replays (later
+    resumes are served whole). ``continuation_token`` (long
     decode, with ``status="requires_continuation"``) goes on the completed
     interaction; :func:`checkpoint_event` puts checkpoint tokens mid-stream.
     """
@@ -66,6 +69,7 @@ class InteractionTurn:
     send_done: bool = True
     cut_after_bytes: int | None = None
     continuation_token: str | None = None
+    resume_drops: Sequence[int] = ()
 
 
 def text_step(index: int, *pieces: str) -> list[dict[str, Any]]:
@@ -131,6 +135,7 @@ class _Stored:
     store: bool
     request: dict[str, Any]
     tokens: set[str] = field(default_factory=set)  # continuation tokens it issued
+    resume_drops: list[int] = field(default_factory=list)  # I19: the next resumes' faults
 
 
 class FakeInteractions:
@@ -223,7 +228,8 @@ class FakeInteractions:
         interaction_id = f"v1_fake{self._served}"
         events = self._events(interaction_id, turn)
         tokens = {t for e in events if (t := _token(e)) is not None}
-        stored = _Stored(events, body.get("store", True) is not False, body, tokens)
+        store = body.get("store", True) is not False
+        stored = _Stored(events, store, body, tokens, list(turn.resume_drops))
         self.interactions[interaction_id] = stored
         return await _stream(request, events, turn)
 
@@ -254,7 +260,8 @@ class FakeInteractions:
         last = request.query.get("last_event_id")
         ids = [e["event_id"] for e in stored.events]
         start = ids.index(last) + 1 if last in ids else 0
-        return await _stream(request, stored.events[start:], InteractionTurn())
+        drop = stored.resume_drops.pop(0) if stored.resume_drops else None
+        return await _stream(request, stored.events[start:], InteractionTurn(drop_after=drop))
 
     @staticmethod
     def _events(interaction_id: str, turn: InteractionTurn) -> list[dict[str, Any]]:
