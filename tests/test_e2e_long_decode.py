@@ -184,3 +184,71 @@ async def test_l63_deadline_in_a_later_hop_is_the_time_limit() -> None:
         "candidatesTokenCount": 4,
         "totalTokenCount": 20,
     }
+
+
+# -- L60: each hop is progress and has its own first-output window ----------------------
+
+PACE = 0.35  # one wait is well within the timeouts below; two waits in a row are not
+WINDOW = 0.6
+
+
+def slow_hops() -> list[Step]:
+    """Hop 1's body ends PACE after its chunk; hop 2's first byte comes PACE after it is sent."""
+    return [
+        Step(
+            chunks=[chunk(text("one "), finish_reason="CONTINUATION", continuation_token="h1")],
+            pause_after=1,
+            pause=PACE,
+        ),
+        Step(chunks=[chunk(text("two"), finish_reason="STOP")], delay_first_byte=PACE),
+    ]
+
+
+async def test_l60_each_hop_restarts_the_stall_clock() -> None:
+    # From hop 1's chunk to hop 2's is 2 * PACE > the stall timeout: only hop 2's start,
+    # counted as progress, keeps the turn alive.
+    limits = TurnLimits(stall_timeout=WINDOW)
+    async with FakeGemini(slow_hops()) as server, client(server) as model:
+        result = await run_turn(model, USER, limits=limits)
+    assert (result.stop_reason, result.finish_reason, result.text, result.hops) == (
+        StopReason.COMPLETED,
+        "stop",
+        "one two",
+        1,
+    )
+
+
+async def test_l60_each_hop_gets_its_own_first_output_window() -> None:
+    limits = TurnLimits(first_output_timeout=WINDOW)
+    async with FakeGemini(slow_hops()) as server, client(server) as model:
+        result = await run_turn(model, USER, limits=limits)
+    assert (result.stop_reason, result.text, result.hops) == (StopReason.COMPLETED, "one two", 1)
+
+
+async def test_l63_a_hop_that_stalls_ends_the_turn_stalled() -> None:
+    events: list[Any] = []
+    limits = TurnLimits(stall_timeout=WINDOW)
+    async with FakeGemini([FIRST, HANGING]) as server, client(server) as model:
+        result = await run_turn(model, USER, limits=limits, on_event=events.append)
+        sent = len(server.requests)
+    assert (result.stop_reason, result.finish_reason, result.hops, sent) == (
+        StopReason.STALLED,
+        None,
+        1,
+        2,
+    )
+    assert result.text == f"one two\n\n{result.message}"
+    assert (result.contents, result.usage_by_step) == (USER, [usage(7, 3), usage(9, 1)])
+    ends = [(e.raw_finish_reason, e.outcome) for e in events if isinstance(e, StepEnd)]
+    assert ends == [(None, "interrupted")]
+
+
+async def test_l63_a_hop_whose_first_byte_is_late_ends_the_turn_stalled() -> None:
+    late = Step(chunks=[chunk(text("two"), finish_reason="STOP")], delay_first_byte=math.inf)
+    limits = TurnLimits(first_output_timeout=WINDOW)
+    async with FakeGemini([FIRST, late]) as server, client(server) as model:
+        result = await run_turn(model, USER, limits=limits)
+        sent = len(server.requests)
+    assert (result.stop_reason, result.hops, sent) == (StopReason.STALLED, 1, 2)
+    assert result.text == f"one \n\n{result.message}"
+    assert result.usage_by_step == [usage(7, 3), {}]
