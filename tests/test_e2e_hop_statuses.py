@@ -1,7 +1,7 @@
 """How a step's last response ends it, on both APIs, end to end through run_turn over loopback
 HTTP against FakeGemini: the Interactions statuses and error codes (spec/interactions.md I25),
 stale tokens (L56), a drop whose token does not cover the output (L59), an HTTP error in a hop
-(L64)."""
+(L64); and two request-side rules of the Interactions loop (I22 signatures, I24 chaining)."""
 
 from __future__ import annotations
 
@@ -196,3 +196,45 @@ async def test_l64_an_http_error_in_a_hop_retries_the_step_from_its_first_reques
     assert bodies[2] == bodies[0]
     assert [phase for phase, _ in lifecycle(events)] == ["continuation", "provider-retry"]
     assert result.contents[-1]["parts"] == [{"text": "Done."}]
+
+
+# -- the request side (I22, I24) ------------------------------------------------------
+
+CALLED = [
+    {"role": "user", "parts": [{"text": "Weather in Paris?"}]},
+    # Unsigned, as a transcript from another client may be: generateContent would refuse it (L2).
+    {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "w", "args": {"q": 1}}}]},
+    {
+        "role": "user",
+        "parts": [{"functionResponse": {"id": "c1", "name": "w", "response": {"output": "18 C"}}}],
+    },
+]
+
+
+async def test_i22_an_unsigned_current_turn_call_is_sent_as_a_step() -> None:
+    answer = InteractionTurn(text_step(0, "18 C in Paris."))
+    async with FakeGemini([], interactions=[answer]) as server, client(server) as model:
+        result = await run_turn(model, CALLED)
+        records = server.interactions.records  # type: ignore[union-attr]
+    assert (result.stop_reason, result.text) == (StopReason.COMPLETED, "18 C in Paris.")
+    assert records[0][3]["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+        {"type": "function_call", "id": "c1", "name": "w", "arguments": {"q": 1}},
+        {"type": "function_result", "call_id": "c1", "name": "w", "result": "18 C"},
+    ]
+
+
+async def test_i24_a_previous_interaction_id_in_config_chains_a_fresh_transcript() -> None:
+    first = InteractionTurn(text_step(0, "Paris: 18 C."))
+    second = InteractionTurn(text_step(0, "Rome: 24 C."))
+    follow_up = [{"role": "user", "parts": [{"text": "And Rome?"}]}]
+    async with FakeGemini([], interactions=[first, second]) as server, client(server) as model:
+        await run_turn(model, USER)
+        config = {"previous_interaction_id": "v1_fake1"}
+        result = await run_turn(model, follow_up, config=config)
+        body = server.interactions.records[1][3]  # type: ignore[union-attr]
+    assert (result.stop_reason, result.text) == (StopReason.COMPLETED, "Rome: 24 C.")
+    assert (body["previous_interaction_id"], body["input"]) == (
+        "v1_fake1",
+        [{"type": "user_input", "content": [{"type": "text", "text": "And Rome?"}]}],
+    )
