@@ -122,7 +122,8 @@ class RequestGuard:
     def extend(self, contents: list[Any]) -> None:
         """Validate the contents of ``contents`` not seen yet (the list may only have grown)."""
         for i in range(self._seen, len(contents)):
-            self.add(contents[i])
+            self._one(i, contents[i])  # add(), one frame less per content (L71)
+            self._seen += 1
 
     def add(self, content: Any) -> None:
         """Validate one more content, placed after those seen so far."""
