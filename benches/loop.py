@@ -47,6 +47,8 @@ from . import corpus
 
 STEPS = 20
 CONTENTS = [{"role": "user", "parts": [{"text": "Look up twenty keys."}]}]
+# Made once, as a caller would: validating limits per turn is not the loop's cost.
+LIMITS = fastagg.TurnLimits(max_steps=STEPS + 5)
 
 
 class CannedModel:
@@ -159,8 +161,7 @@ async def one_turn(
     bodies: Sequence[list[bytes]], tool: Any, on_event: Callable[[Any], object] | None = None
 ) -> Any:
     model = CannedModel(bodies)
-    limits = fastagg.TurnLimits(max_steps=len(bodies) + 4)
-    return await fastagg.run_turn(model, CONTENTS, tools=[tool], limits=limits, on_event=on_event)
+    return await fastagg.run_turn(model, CONTENTS, tools=[tool], limits=LIMITS, on_event=on_event)
 
 
 def check(bodies: Sequence[list[bytes]], tool: Any) -> None:
