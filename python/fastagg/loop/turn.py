@@ -395,5 +395,7 @@ class Turn:
 
     def _content_origins(self) -> list[Origin | None]:
         """The origin of each transcript content: as declared, then this model's (L33)."""
-        added = self.contents[len(self.origins) :]
-        return [*self.origins, *(self.target if self.wire.is_model(c) else None for c in added)]
+        is_model, target = self.wire.is_model, self.target
+        return self.origins + [
+            target if is_model(c) else None for c in self.contents[len(self.origins) :]
+        ]
