@@ -15,8 +15,9 @@ Sections of the report:
 4. Chunk-size sweep from 1 byte to 1 MiB (no quadratic buffer handling).
 5. Accumulated structures (usage keys, citations, candidates in descending
    order, sequential streamed calls) at 1x, 2x and 4x: linear cost (E11).
-6. Agent-loop cost: µs per step of ``fastagg.run_turn`` with an in-process
-   model client that yields canned bytes and a trivial tool.
+6. Agent-loop cost: CPU µs per request-step of ``fastagg.run_turn`` with an
+   in-process model client that yields canned bytes and a trivial async tool,
+   and beyond a bare aggregation of the same bytes (``benches/loop.py``).
 6. End to end over loopback HTTP: client CPU per event for fastagg on each
    transport, google-genai and ADK (``benches/e2e.py``).
 """
