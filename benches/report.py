@@ -15,18 +15,21 @@ Sections of the report:
 4. Chunk-size sweep from 1 byte to 1 MiB (no quadratic buffer handling).
 5. Accumulated structures (usage keys, citations, candidates in descending
    order, sequential streamed calls) at 1x, 2x and 4x: linear cost (E11).
-6. Agent-loop cost: µs per step of ``fastagg.run_turn`` with an in-process
-   model client that yields canned bytes and a trivial tool.
-6. End to end over loopback HTTP: client CPU per event for fastagg on each
-   transport, google-genai and ADK (``benches/e2e.py``).
-7. Threads: N threads x M streams with the GIL released or held, against a
+6. Agent-loop cost: CPU µs per request-step of ``fastagg.run_turn`` with an
+   in-process model client that yields canned bytes and a trivial async tool,
+   and beyond a bare aggregation of the same bytes (``benches/loop.py``).
+7. feed_chunk() of google-genai objects against a naive text join (G4).
+8. Threads: N threads x M streams with the GIL released or held, against a
    SHA-256 calibration row (``benches/threads.py``).
+9. End to end over loopback HTTP: client CPU per event for fastagg on each
+   transport, google-genai and ADK (``benches/e2e.py``).
+10. Interactions API streams: fastagg, its twin and google-genai's Interactions
+    path (``benches/interactions.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import hashlib
 import json
@@ -40,8 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,7 @@ from typing import Any
 import fastagg
 
 from . import contenders as C
-from . import corpus, e2e, interactions, sdk_chunks, threads
+from . import corpus, e2e, interactions, loop, sdk_chunks, threads
 from .verdict import judge
 
 __all__ = ["main"]
@@ -483,139 +485,25 @@ def scaling_markdown(settings: Settings) -> str:
 # --------------------------------------------------------------------------
 
 
-class CannedModel:
-    """A ``ModelClient`` that answers request ``n`` with the canned body ``bodies[n]``."""
-
-    def __init__(
-        self, bodies: Sequence[list[bytes]], model: str = "gemini-3-flash-preview"
-    ) -> None:
-        self.model = model
-        self.bodies = bodies
-        self.calls = 0
-
-    def stream(self, request: dict[str, Any], *, timeout: float | None) -> Any:
-        chunks = self.bodies[self.calls]
-        self.calls += 1
-        return _opened(chunks)
-
-
-# Decorated once: applying asynccontextmanager per request (functools.wraps)
-# would put the harness's own cost into the loop's numbers.
-@asynccontextmanager
-async def _opened(chunks: list[bytes]) -> AsyncIterator[AsyncIterator[bytes]]:
-    async def body() -> AsyncIterator[bytes]:
-        for c in chunks:
-            yield c
-
-    yield body()
-
-
-async def lookup(key: str) -> dict[str, str]:
-    """Look a key up.
-
-    Args:
-        key: what to look up.
-    """
-    return {"value": key.upper()}
-
-
-def lookup_sync(key: str) -> dict[str, str]:
-    """Look a key up (a synchronous tool: the loop runs it in a worker thread).
-
-    Args:
-        key: what to look up.
-    """
-    return {"value": key.upper()}
-
-
-def _turn_bodies(steps: int) -> list[list[bytes]]:
-    import random
-
-    rng = random.Random(7)
-    bodies = []
-    for i in range(steps):
-        events = [
-            corpus._gemini_event(
-                [{"text": corpus._words(rng, 12), "thought": True}],
-                f"r{i}",
-                corpus._usage(900, 0, 12),
-            ),
-            corpus._gemini_event(
-                [
-                    {
-                        "functionCall": {
-                            "id": f"call-{i}",
-                            "name": "lookup",
-                            "args": {"key": f"k{i}"},
-                        },
-                        "thoughtSignature": corpus._signature(rng),
-                    }
-                ],
-                f"r{i}",
-                corpus._usage(900, 20, 12),
-                "STOP",
-            ),
-        ]
-        bodies.append(corpus.split(corpus.frame(events)))
-    final = [
-        corpus._gemini_event([{"text": corpus._words(rng, 20)}], "rf", corpus._usage(900, 20)),
-        corpus._gemini_event([{"text": corpus._words(rng, 20)}], "rf", corpus._usage(900, 40)),
-        corpus._gemini_event(
-            [{"text": "", "thoughtSignature": corpus._signature(rng)}],
-            "rf",
-            corpus._usage(900, 41),
-            "STOP",
-        ),
-    ]
-    bodies.append(corpus.split(corpus.frame(final)))
-    return bodies
-
-
 def loop_markdown(settings: Settings) -> str:
-    steps = 20
-    bodies = _turn_bodies(steps)
-    contents = [{"role": "user", "parts": [{"text": "Look up twenty keys."}]}]
-    limits = fastagg.TurnLimits(max_steps=steps + 5)
-
-    async def one_turn(tool: Any) -> Any:
-        model = CannedModel(bodies)
-        return await fastagg.run_turn(model, contents, tools=[tool], limits=limits)
-
-    sync_tool = fastagg.Tool("lookup", lookup_sync)
-    for tool in (lookup, sync_tool):
-        result = asyncio.run(one_turn(tool))
-        if result.stop_reason != fastagg.StopReason.COMPLETED or result.tool_call_count != steps:
-            raise RuntimeError(
-                f"canned turn did not complete: {result.stop_reason} {result.message}"
-            )
-
-    async def many(n: int, tool: Any) -> list[float]:
-        times = []
-        for _ in range(n):
-            gc.collect()
-            t0 = time.perf_counter()
-            await one_turn(tool)
-            times.append(time.perf_counter() - t0)
-        return times
-
-    reps = 1 if settings.quick else 30
-    per_step = statistics.median(asyncio.run(many(reps, lookup))) / (steps + 1) * 1e6
-    per_step_sync = statistics.median(asyncio.run(many(reps, sync_tool))) / (steps + 1) * 1e6
-    agg, _ = _time(lambda: [_feed_all(b) for b in bodies], settings)
-    agg_step = agg / (steps + 1) * 1e6
+    cost = loop.overhead(rounds=3 if settings.quick else 15, turns=2 if settings.quick else 20)
+    sync_wall = loop.wall_per_step(
+        1 if settings.quick else 30, fastagg.Tool("lookup", loop.lookup_sync)
+    )
     return (
-        f"A {steps}-step turn (each step: a thought chunk and one signed `lookup` call; then a "
-        f"3-chunk answer), {steps + 1} requests, with `fastagg.run_turn`, a canned in-process "
-        f"client and a trivial async tool: **{per_step:.0f} µs per request-step** "
-        f"(median of {reps} turns; target ≤ 100 µs: {judge(settings, per_step <= 100)}). "
-        f"This includes everything in process: aggregation, request building and guard, tool "
-        f"dispatch and the event loop (nothing subtracted). Aggregating the same bytes alone "
-        f"costs {agg_step:.1f} µs per step, so the loop itself adds "
-        f"{per_step - agg_step:.0f} µs (target ≤ 50 µs: "
-        f"{judge(settings, per_step - agg_step <= 50)}). The same turn with a "
-        f"synchronous tool, which the "
-        f"loop runs in a worker thread (L5), costs {per_step_sync:.0f} µs per step: the thread "
-        f"hand-off is part of that tool's time."
+        f"A {loop.STEPS}-step turn (each step: a thought chunk and one signed `lookup` call; then "
+        f"a 3-chunk answer), {loop.STEPS + 1} requests, with `fastagg.run_turn`, a canned "
+        f"in-process client, a trivial async tool and no `on_event` (`benches/loop.py`; "
+        f"`python -m benches.loop --counts` adds the per-step counts): "
+        f"**{cost.step_us:.0f} µs CPU per request-step** (`time.process_time`, median of "
+        f"{cost.rounds} rounds of {cost.steps_per_round} steps; target ≤ 100 µs: "
+        f"{judge(settings, cost.step_us <= 100)}), everything in process included. Aggregating "
+        f"the same bytes alone (a bare `StreamAggregator`: `feed`, `finish`, `close`) costs "
+        f"{cost.aggregation_us:.1f} µs per step, so the loop itself adds "
+        f"**{cost.overhead_us:.0f} µs** (target ≤ 50 µs: "
+        f"{judge(settings, cost.overhead_us <= 50)}). The same turn with a synchronous tool, "
+        f"which the loop runs in a worker thread (L5), costs {sync_wall:.0f} µs wall time per "
+        f"step: the thread hand-off is part of that tool's time."
     )
 
 

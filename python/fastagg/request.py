@@ -122,7 +122,8 @@ class RequestGuard:
     def extend(self, contents: list[Any]) -> None:
         """Validate the contents of ``contents`` not seen yet (the list may only have grown)."""
         for i in range(self._seen, len(contents)):
-            self.add(contents[i])
+            self._one(i, contents[i])  # add(), one frame less per content (L71)
+            self._seen += 1
 
     def add(self, content: Any) -> None:
         """Validate one more content, placed after those seen so far."""
@@ -154,25 +155,25 @@ class RequestGuard:
             )
 
     def _one(self, i: int, content: Any) -> None:
-        where = f"contents[{i}]"
         # ``type(x) is dict`` first: an ABC isinstance costs a Python frame, and
         # this runs for every content and part of every request (loop overhead).
+        # L71: for the same reason a location ``contents[i]`` is formatted only to raise.
         if type(content) is not dict and not isinstance(content, Mapping):
-            raise InvalidRequestError(f"{where} is not an object", where)
+            raise InvalidRequestError(f"contents[{i}] is not an object", f"contents[{i}]")
         role = content.get("role")
         if role not in ("user", "model"):
             raise InvalidRequestError(
-                f"{where} has role {role!r}; use a valid role: user, model", where
+                f"contents[{i}] has role {role!r}; use a valid role: user, model", f"contents[{i}]"
             )
         parts = content.get("parts")
         if not isinstance(parts, list) or not parts:
-            raise InvalidRequestError(f"{where} has no parts", f"{where}.parts")
+            raise InvalidRequestError(f"contents[{i}] has no parts", f"contents[{i}].parts")
         if role == "model":
             if self._pending is not None:
                 raise InvalidRequestError(
-                    f"{where}: the function calls of contents[{self._pending_at}] must be followed "
+                    f"contents[{i}]: the function calls of contents[{self._pending_at}] must be followed "
                     "by a user content with their function responses",
-                    where,
+                    f"contents[{i}]",
                 )
             calls: list[FunctionCall] = []
             first_at = -1
@@ -180,7 +181,7 @@ class RequestGuard:
             for j, part in enumerate(parts):
                 if type(part) is not dict and not isinstance(part, Mapping):
                     raise InvalidRequestError(
-                        f"{where}.parts[{j}] is not an object", f"{where}.parts[{j}]"
+                        f"contents[{i}].parts[{j}] is not an object", f"contents[{i}].parts[{j}]"
                     )
                 call = part.get("functionCall")
                 if call is not None and (type(call) is dict or isinstance(call, Mapping)):
@@ -192,19 +193,19 @@ class RequestGuard:
                     calls.append(call)  # type: ignore[arg-type]
                 elif "functionResponse" in part:
                     raise InvalidRequestError(
-                        f"{where}.parts[{j}]: a function response belongs in a user content",
-                        f"{where}.parts[{j}]",
+                        f"contents[{i}].parts[{j}]: a function response belongs in a user content",
+                        f"contents[{i}].parts[{j}]",
                     )
             if calls:
                 self._pending, self._pending_at = calls, i
                 if self._require_signatures and not signed:
-                    self._unsigned.append(f"{where}.parts[{first_at}]")
+                    self._unsigned.append(f"contents[{i}].parts[{first_at}]")
         else:
             responses = []
             for j, part in enumerate(parts):
                 if type(part) is not dict and not isinstance(part, Mapping):
                     raise InvalidRequestError(
-                        f"{where}.parts[{j}] is not an object", f"{where}.parts[{j}]"
+                        f"contents[{i}].parts[{j}] is not an object", f"contents[{i}].parts[{j}]"
                     )
                 response = part.get("functionResponse")
                 if response is not None:
@@ -215,27 +216,27 @@ class RequestGuard:
             elif responses:
                 j = responses[0][0]
                 raise InvalidRequestError(
-                    f"{where}.parts[{j}]: a function response must directly follow the model "
+                    f"contents[{i}].parts[{j}]: a function response must directly follow the model "
                     "content with its function call",
-                    f"{where}.parts[{j}]",
+                    f"contents[{i}].parts[{j}]",
                 )
             if len(responses) < len(parts):  # ordinary user content: a new turn starts
                 self._unsigned.clear()
         self._last_role = role
 
     def _match(self, i: int, calls: list[FunctionCall], responses: list[tuple[int, Any]]) -> None:
-        where = f"contents[{i}]"
         if len(responses) != len(calls):
             raise InvalidRequestError(
-                f"{where} has {len(responses)} function response part(s) but contents[{i - 1}] has "
+                f"contents[{i}] has {len(responses)} function response part(s) but contents[{i - 1}] has "
                 f"{len(calls)} function call(s); the numbers must be equal",
-                where,
+                f"contents[{i}]",
             )
         for k, ((j, response), call) in enumerate(zip(responses, calls, strict=True)):
-            at = f"{where}.parts[{j}]"
             if type(response) is not dict and not isinstance(response, Mapping):
+                at = f"contents[{i}].parts[{j}]"
                 raise InvalidRequestError(f"{at}.functionResponse is not an object", at)
             if response.get("name") != call.get("name"):
+                at = f"contents[{i}].parts[{j}]"
                 raise InvalidRequestError(
                     f"{at}: function response {k} is named {response.get('name')!r} but call {k} of "
                     f"contents[{i - 1}] is {call.get('name')!r}; responses must follow the call order",
@@ -243,6 +244,7 @@ class RequestGuard:
                 )
             rid, cid = response.get("id"), call.get("id")
             if rid is not None and cid is not None and rid != cid:
+                at = f"contents[{i}].parts[{j}]"
                 raise InvalidRequestError(
                     f"{at}: function response id {rid!r} does not match call id {cid!r}", at
                 )

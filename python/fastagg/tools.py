@@ -178,10 +178,12 @@ class Tool:
 
     async def invoke(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> Any:
         """Call the function with the model's ``args`` (converted) and ``ctx``."""
-        kwargs = {
-            key: (self._convert[key](value) if key in self._convert else value)
-            for key, value in args.items()
-        }
+        convert = self._convert
+        kwargs = (
+            {key: (convert[key](value) if key in convert else value) for key, value in args.items()}
+            if convert
+            else dict(args)  # L71: nothing to convert, the usual case: a plain copy
+        )
         if self._ctx_param is not None and ctx is not None:
             kwargs[self._ctx_param] = ctx
         if self._is_async:

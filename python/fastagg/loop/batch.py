@@ -62,11 +62,19 @@ class ToolRunner:
                     await self.emit(
                         ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
                     )
-            await self._find_repeats(step, calls)
+            for i, source, detail in self._find_repeats(calls):
+                if source is not None:
+                    self._repeats[i] = source
+                await self.emit.lifecycle(
+                    "duplicate-call-id", step, self.count, calls[i]["name"], detail=detail
+                )
             self.clock.progress()
-            started = self.clock.now()
+            started = self.clock.last_progress  # L71: the same instant, read once
             # L5: calls run concurrently and are answered in call order; L39: once per call
-            run = [i for i in range(len(calls)) if i not in self._repeats]
+            repeats = self._repeats
+            run: Sequence[int] = range(len(calls))
+            if repeats:
+                run = [i for i in run if i not in repeats]
             if len(run) == 1:
                 # L46: one call runs in the turn's own task: a task of its own would cost a
                 # Task, two loop iterations and a context copy per step.
@@ -117,13 +125,13 @@ class ToolRunner:
                 response = {"error": "aborted"}  # L26: cut off by abort, deadline or stall
                 cut_off.append(i)
             answers.append(response)
-        remaining = self.clock.remaining()
+        remaining = None
         nudge = (
             final
             and not self.nudged
-            and remaining is not None
-            and remaining < self.limits.wrapup_lead
             and self.limits.turn_budget_set  # L38: not for the defensive default
+            and (remaining := self.clock.remaining()) is not None
+            and remaining < self.limits.wrapup_lead
         )
         extra = []
         if nudge:  # L8, L28: one text part after the function responses
@@ -149,9 +157,15 @@ class ToolRunner:
         if nudge:
             await self.emit.lifecycle("wrapup", step, self.count)
 
-    async def _find_repeats(self, step: int, calls: list[FunctionCall]) -> None:
-        """L39: a call repeating an id of this turn with the same name and args runs once."""
-        self._repeats = {}
+    def _find_repeats(
+        self, calls: list[FunctionCall]
+    ) -> list[tuple[int, int | JSONObject | None, str]]:
+        """L39: a call repeating an id of this turn with the same name and args runs once.
+
+        The calls that reuse an id, in order: (index, what answers it, or None when it runs
+        anyway, the Lifecycle detail). Synchronous: a step without reused ids awaits nothing.
+        """
+        found: list[tuple[int, int | JSONObject | None, str]] = []
         first: dict[str, int] = {}
         for i, call in enumerate(calls):
             call_id = call.get("id")
@@ -168,19 +182,18 @@ class ToolRunner:
             else:
                 continue
             if name == call["name"] and args == (call.get("args") or {}):
-                self._repeats[i] = source
                 detail = (
                     f"L39: call {i} repeats the id {call_id!r} of {where} with the same name and "
                     "arguments; the tool ran once and each part gets its response"
                 )
+                found.append((i, source, detail))
             else:
                 detail = (
                     f"L39: call {i} reuses the id {call_id!r} of another call of this turn with "
                     "a different name or arguments; both were run"
                 )
-            await self.emit.lifecycle(
-                "duplicate-call-id", step, self.count, call["name"], detail=detail
-            )
+                found.append((i, None, detail))
+        return found
 
     async def _call(
         self, step: int, i: int, call: FunctionCall, responses: list[JSONObject | None]

@@ -53,7 +53,9 @@ _STEP_END: dict[Outcome, StepOutcome] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+# L71: Response and Verdict are built per request and never changed, but not frozen: a
+# frozen dataclass's __init__ sets each field through object.__setattr__ (~1.2 µs more).
+@dataclass(slots=True)
 class Response:
     """The parts of an aggregated response the classifier reads (built by the wire)."""
 
@@ -77,7 +79,7 @@ class Budget:
     stream_error: JSONObject | None = None  # the last retryable no-finish error (L16)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
     outcome: Outcome
     calls: list[FunctionCall] = field(default_factory=list)  # TOOL_CALLS: the calls to run

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -69,13 +70,14 @@ class TurnClock:
 
     def bind(self, task: asyncio.Task[Any]) -> None:
         """The task this clock cancels."""
-        self.loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         self.task = task
+        self.time = loop_clock(loop)
 
     def start(self) -> None:
         """Start the clocks; called when the turn task first runs."""
         loop, limits = self.loop, self.limits
-        self.start_time = self.last_progress = now = loop.time()
+        self.start_time = self.last_progress = now = self.time()
         self.deadline = now + limits.turn_timeout
         if math.isfinite(self.deadline):
             self._timers.append(loop.call_at(self.deadline, self.interrupt, "time-limit"))
@@ -115,13 +117,21 @@ class TurnClock:
         found = []
         if self.cause is not None:
             found.append(_STOPS[self.cause])
-        if self.loop.time() >= self.deadline - EPSILON:
+        if self.time() >= self.deadline - EPSILON:
             found.append(StopReason.TIME_LIMIT)
         if self.abort is not None and self.abort.is_set():
             found.append(StopReason.ABORTED)
         return found
 
     def checkpoint(self) -> StopReason | None:
+        """The cause that wins among those holding right now; None when none holds."""
+        abort = self.abort
+        if (
+            self.cause is None
+            and self.time() < self.deadline - EPSILON
+            and (abort is None or not abort.is_set())
+        ):
+            return None  # L71: nothing holds, the usual case: no list is built
         found = self.holding()
         return first_stop(found) if found else None
 
@@ -145,16 +155,16 @@ class TurnClock:
     # -- time ------------------------------------------------------------
 
     def now(self) -> float:
-        return self.loop.time()
+        return self.time()
 
     def elapsed(self) -> float:
-        return self.loop.time() - self.start_time
+        return self.time() - self.start_time
 
     def remaining(self) -> float | None:
         """Seconds until the turn deadline; None without one."""
         if math.isinf(self.deadline):
             return None
-        return max(0.0, self.deadline - self.loop.time())
+        return max(0.0, self.deadline - self.time())
 
     def call_timeout(self) -> float | None:
         """The timeout of one model call: ``request_timeout`` within the time left (L36)."""
@@ -167,19 +177,21 @@ class TurnClock:
             return left
         return cap if left is None else min(cap, left)
 
-    def window(self, delay: float | None, *, hold: bool = False) -> Window:
+    def window(self, delay: float | None, *, hold: bool = False) -> Window | _Hold:
         """A local time limit of ``delay`` seconds (None: none) for the current task.
 
         With ``hold`` the stall clock waits while the window is open (L22: the
         limit bounds what runs in it). Leaving the window counts as progress.
         """
+        if delay is None and hold:
+            return self._hold  # L71: no timer to arm: the shared stall hold does the same
         return Window(self, delay, hold)
 
     # -- the stall watchdog (L22) ----------------------------------------
 
     def progress(self) -> None:
         """Something happened: restart the stall clock."""
-        self.last_progress = self.loop.time()
+        self.last_progress = self.time()
 
     def hold(self) -> _Hold:
         """``with clock.hold():`` pauses the stall clock; leaving it counts as progress (L22)."""
@@ -211,7 +223,7 @@ class TurnClock:
         assert stall is not None
         if self.finished or self.cause is not None:
             return
-        now = self.loop.time()
+        now = self.time()
         due = now + stall
         if not self._holds:
             due = self.last_progress + stall
@@ -223,9 +235,14 @@ class TurnClock:
 
 
 class _Hold:
-    """The stall hold: a counter, so holds may overlap (concurrent tools)."""
+    """The stall hold: a counter, so holds may overlap (concurrent tools).
+
+    Also the window without a timer (``TurnClock.window(None, hold=True)``), which
+    never times out.
+    """
 
     __slots__ = ("clock",)
+    timed_out = False
 
     def __init__(self, clock: TurnClock) -> None:
         self.clock = clock
@@ -236,7 +253,7 @@ class _Hold:
     def __exit__(self, *exc: object) -> None:
         clock = self.clock
         clock._holds -= 1
-        clock.last_progress = clock.loop.time()
+        clock.last_progress = clock.time()
 
 
 class Window:
@@ -280,7 +297,7 @@ class Window:
         clock = self._clock
         if self._hold:
             clock._holds -= 1
-        clock.last_progress = clock.loop.time()
+        clock.last_progress = clock.time()
         if self._handle is not None:
             self._handle.cancel()
         if not self._expired or clock.interrupted:
@@ -290,6 +307,20 @@ class Window:
             uncancel()
         self.timed_out = exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
         return self.timed_out
+
+
+def loop_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """``loop.time``, or ``time.monotonic`` itself when that is all ``loop.time`` does.
+
+    L71: the stock ``BaseEventLoop.time`` is a Python frame around
+    ``time.monotonic()``, read about ten times a step; a loop with a clock of
+    its own (a test loop with virtual time, or one patched per instance) is
+    read through its own method.
+    """
+    method = loop.time
+    if getattr(method, "__func__", None) is asyncio.BaseEventLoop.time:
+        return time.monotonic
+    return method
 
 
 async def reap(tasks: Sequence[asyncio.Future[Any]]) -> None:

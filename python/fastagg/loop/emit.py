@@ -76,30 +76,38 @@ class DeltaEvents:
         self.step = step
         self.names: dict[int, str | None] = {}  # call names by part, for argument deltas
 
+    def seen(self, deltas: list[Any]) -> bool:
+        """Without a sink: only whether visible output came (L70: no event built, none awaited)."""
+        for delta in deltas:
+            kind = type(delta)
+            if (
+                (kind is _AggTextDelta and not delta.thought) or kind is _AggCallStart
+            ) and not delta.candidate:
+                return True
+        return False
+
     async def deliver(self, deltas: list[Any]) -> bool:
         """Deliver text, thought and call deltas of candidate 0; True when visible output came."""
+        if not self.emit.active:
+            return self.seen(deltas)
         visible = False
         emit, step = self.emit, self.step
-        active = emit.active
         for delta in deltas:
             kind = type(delta)
             if kind is _AggTextDelta:
                 if delta.candidate:
                     continue
                 if delta.thought:
-                    if active:
-                        await emit(ThoughtDelta(step, delta.text))
+                    await emit(ThoughtDelta(step, delta.text))
                 else:
                     visible = True
-                    if active:
-                        await emit(TextDelta(step, delta.text))
+                    await emit(TextDelta(step, delta.text))
             # L30: a streamed call is shown when first seen, then per argument fragment
             elif kind is _AggCallStart and not delta.candidate:
                 visible = True
                 self.names[delta.index] = delta.name
-                if active:
-                    await emit(ToolCallDelta(step, delta.index, delta.name, None, None))
-            elif kind is _AggArgDelta and not delta.candidate and active:
+                await emit(ToolCallDelta(step, delta.index, delta.name, None, None))
+            elif kind is _AggArgDelta and not delta.candidate:
                 name = self.names.get(delta.index)
                 await emit(ToolCallDelta(step, delta.index, name, delta.json_path, delta.value))
         return visible

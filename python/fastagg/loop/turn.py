@@ -128,7 +128,8 @@ class Turn:
                 await self._lifecycle(
                     result.stop_reason.phase, min(self.steps, self.limits.max_steps)
                 )
-            await self.emit(TurnEnd(result))
+            if self.emit.active:  # L70: without a sink no event is built
+                await self.emit(TurnEnd(result))
             return result
         finally:
             await clock.close()
@@ -203,7 +204,8 @@ class Turn:
                 delay = self._retry_delay(verdict.error, limits.provider_retries - budget.provider)
                 if delay is None:  # L17, L44: the wait would not fit
                     outcome = Outcome.PROVIDER_ERROR
-            await self._step_end(step, budget.attempt, response.finish, outcome.step_end)
+            if self.emit.active:
+                await self._step_end(step, budget.attempt, response.finish, outcome.step_end)
             if outcome in _RETRIES:
                 retry = await self._retry(step, outcome, verdict, budget, delay)
                 continue
@@ -274,8 +276,8 @@ class Turn:
     async def _step_end(
         self, step: int, attempt: int, raw: str | None, outcome: StepOutcome
     ) -> None:
-        if self.emit.active:
-            await self.emit(StepEnd(step, attempt, raw, self.usage.by_step[-1], outcome))
+        """Emit StepEnd; called only when there is a sink (L70: else nothing is awaited)."""
+        await self.emit(StepEnd(step, attempt, raw, self.usage.by_step[-1], outcome))
 
     # -- one request -----------------------------------------------------
 
@@ -291,7 +293,8 @@ class Turn:
         if self.emit.active:  # L13: StepStart before each request
             await self.emit(StepStart(step, self.limits.max_steps, attempt, kind))
             await self.clock.take_pending()  # L43
-        self.clock.progress()
+        # L71: no progress() here: reading the body restarts the stall clock (L60) before
+        # anything can wait.
 
         async def cut(partial: Any) -> None:
             await self._interrupted(step, attempt, partial)
@@ -303,7 +306,8 @@ class Turn:
         usage is recorded by the stream)."""
         self._gather(partial.text)
         self.raw_finish = partial.finish_reason
-        await self._step_end(step, attempt, partial.finish_reason, "interrupted")
+        if self.emit.active:
+            await self._step_end(step, attempt, partial.finish_reason, "interrupted")
 
     # -- step cap (L9, L27) ----------------------------------------------
 
@@ -321,7 +325,8 @@ class Turn:
             )
         if bound.timed_out:  # the final answer timed out; the turn itself goes on to end
             return StopReason.STEP_CAP
-        await self._step_end(step, 1, result.finish_reason, "final-answer")
+        if self.emit.active:
+            await self._step_end(step, 1, result.finish_reason, "final-answer")
         if error is None and result.error is None and result.text and not result.function_calls:
             self.contents.append(note)
             self._append(result.content)
@@ -390,5 +395,7 @@ class Turn:
 
     def _content_origins(self) -> list[Origin | None]:
         """The origin of each transcript content: as declared, then this model's (L33)."""
-        added = self.contents[len(self.origins) :]
-        return [*self.origins, *(self.target if self.wire.is_model(c) else None for c in added)]
+        is_model, target = self.wire.is_model, self.target
+        return self.origins + [
+            target if is_model(c) else None for c in self.contents[len(self.origins) :]
+        ]

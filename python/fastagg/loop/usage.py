@@ -49,7 +49,9 @@ class UsageMeter:
 def add_usage(total: Usage, usage: Mapping[str, Any]) -> None:
     """Sum ``usage`` into ``total`` field by field (L12); per-modality lists by modality."""
     for key, value in usage.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, list)):
+        if type(value) is int:  # L71: the usual field first (a bool is not an int here)
+            total[key] = total.get(key, 0) + value
+        elif isinstance(value, bool) or not isinstance(value, (int, float, list)):
             total[key] = value
         elif isinstance(value, list):
             merged = {

@@ -150,7 +150,12 @@ class GenerateContentWire:
             k = result.unfinished_calls[0]
             unfinished = (k, result.parts[k]["functionCall"].get("name"))
         feedback = result.prompt_feedback
-        block = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
+        # L71: None first: an ABC isinstance of None costs a Python frame per request
+        block = (
+            feedback.get("blockReason")
+            if feedback is not None and isinstance(feedback, Mapping)
+            else None
+        )
         return Response(
             result.finish_reason,
             result.finish_message,
@@ -174,7 +179,8 @@ class GenerateContentWire:
             fr["name"] = call["name"]
             fr["response"] = response
             parts.append({"functionResponse": fr})
-        parts.extend({"text": text} for text in extra)
+        if extra:
+            parts.extend({"text": text} for text in extra)
         return {"role": "user", "parts": parts}
 
     def note(self, text: str) -> Content:
