@@ -147,22 +147,30 @@ impl StreamAggregator {
     }
 }
 
-/// The `deltas=` argument: a bool, or the name of a subset (R5).
-#[derive(FromPyObject)]
-pub(crate) enum DeltasArg {
-    Flag(bool),
-    Name(String),
-}
+/// The `deltas=` argument: a bool, or the name of a subset (R5). Read by
+/// type, not by trying each: a failed extraction builds a Python exception,
+/// which costs more than the rest of a small stream's constructor.
+#[derive(Clone, Copy)]
+pub(crate) struct DeltasArg(Deltas);
 
-impl DeltasArg {
-    fn mode(self) -> PyResult<Deltas> {
-        match self {
-            Self::Flag(true) => Ok(Deltas::All),
-            Self::Flag(false) => Ok(Deltas::Off),
-            Self::Name(name) if name == "display" => Ok(Deltas::Display),
-            Self::Name(name) => Err(PyValueError::new_err(format!(
+impl<'py> FromPyObject<'_, 'py> for DeltasArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(name) = obj.cast::<PyString>() else {
+            return Ok(Self(if obj.extract::<bool>()? {
+                Deltas::All
+            } else {
+                Deltas::Off
+            }));
+        };
+        let name = name.to_cow()?;
+        if name == "display" {
+            Ok(Self(Deltas::Display))
+        } else {
+            Err(PyValueError::new_err(format!(
                 "deltas must be True, False or 'display', not '{name}'"
-            ))),
+            )))
         }
     }
 }
@@ -171,7 +179,7 @@ impl DeltasArg {
 impl StreamAggregator {
     #[new]
     #[pyo3(
-        signature = (*, api = "generate_content", deltas = DeltasArg::Flag(true), strict = true, max_event_bytes = None, max_array_index = None),
+        signature = (*, api = "generate_content", deltas = DeltasArg(Deltas::All), strict = true, max_event_bytes = None, max_array_index = None),
         text_signature = "(*, api='generate_content', deltas=True, strict=True, max_event_bytes=67108864, max_array_index=10000)"
     )]
     fn new(
@@ -183,7 +191,7 @@ impl StreamAggregator {
         max_array_index: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let defaults = Options::default();
-        let deltas = deltas.mode()?;
+        let DeltasArg(deltas) = deltas;
         if deltas == Deltas::Display && api == "interactions" {
             return Err(PyValueError::new_err(
                 "deltas='display' is only for api='generate_content'",
