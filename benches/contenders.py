@@ -5,8 +5,10 @@ pieces) and turns them into an aggregated model turn; :func:`parts_of` maps
 each result to the same comparable form (the wire-shaped ``parts`` list of
 candidate 0) so the report can check that they agree.
 
-1. ``fastagg`` / ``fastagg+deltas``: ``fastagg.StreamAggregator(deltas=False|True)``,
-   ``feed()`` per chunk, then ``close()`` and ``.parts``.
+1. ``fastagg`` / ``fastagg+deltas`` / ``fastagg+display``:
+   ``fastagg.StreamAggregator(deltas=False|True|"display")`` (``"display"``: what
+   the turn loop asks for, performance R5), ``feed()`` per chunk, then ``close()``
+   and ``.parts``.
 2. ``reference``: ``fastagg.reference.StreamAggregator``, the same calls.
 3. ``google-genai``: the SDK's own streaming path, in process. A real
    ``genai.Client`` whose transport method ``_api_client._request`` is replaced
@@ -79,7 +81,7 @@ def prepare(stream: Stream, chunk_size: int = 4096, *, with_genai: bool = True) 
 # --------------------------------------------------------------------------
 
 
-def _aggregator(factory: Callable[..., Any], deltas: bool) -> Callable[[Prepared], Any]:
+def _aggregator(factory: Callable[..., Any], deltas: bool | str) -> Callable[[Prepared], Any]:
     def run(prep: Prepared) -> Any:
         agg = factory(deltas=deltas)
         feed = agg.feed
@@ -291,6 +293,7 @@ def _run_floor(prep: Prepared) -> Any:
 CONTENDERS: tuple[Contender, ...] = (
     Contender("fastagg", _aggregator(fastagg.StreamAggregator, False)),
     Contender("fastagg+deltas", _aggregator(fastagg.StreamAggregator, True)),
+    Contender("fastagg+display", _aggregator(fastagg.StreamAggregator, "display")),
     Contender("reference", _aggregator(fastagg.reference.StreamAggregator, False)),
     Contender("google-genai", _run_genai),
     Contender("orjson floor", _run_floor, comparable=False),

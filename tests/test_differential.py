@@ -277,3 +277,55 @@ def test_f7_rust_and_reference_agree_under_random_splits(
         assert flat_deltas(whole[0]) == flat_deltas(split[0])
         assert flat_errors(whole[0]) == flat_errors(split[0])
         assert whole[1:] == split[1:]
+
+
+def run_mode(module: Any, pieces: list[bytes], strict: bool, deltas: Any) -> list[Any]:
+    """Feed the pieces with ``deltas=``: per call its deltas (or error deltas) and
+    ``visible_output`` after it, then ``finish()``'s, the result, ``visible_output`` at the end."""
+    agg = module.StreamAggregator(strict=strict, deltas=deltas)
+    out: list[Any] = []
+    for piece in pieces:
+        try:
+            got = [delta_tuple(d) for d in agg.feed(piece)]
+        except MalformedStreamError as err:
+            got = [delta_tuple(d) for d in err.deltas]
+        out.append((got, agg.visible_output))
+    out.append(([delta_tuple(d) for d in agg.finish()], agg.visible_output))
+    out.append((result_view(agg.close()), agg.visible_output))
+    return out
+
+
+def displayed(deltas: list[Any]) -> list[Any]:
+    """What R5's ``"display"`` keeps of ``deltas=True``: candidate 0's text, call starts, args."""
+    return [d for d in deltas if d[0] in ("TextDelta", "CallStart", "ArgDelta") and d[1] == 0]
+
+
+def visible(deltas: list[Any]) -> bool:
+    """L3's visible output, read from ``deltas=True``: answer text or a call start, candidate 0."""
+    return any(
+        d[1] == 0 and (d[0] == "CallStart" or (d[0] == "TextDelta" and not d[4])) for d in deltas
+    )
+
+
+@settings(
+    max_examples=max(EXAMPLES // 4, 50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(stream(), st.booleans())
+def test_r5_display_deltas_and_visible_output_agree_under_random_splits(
+    case: tuple[bytes, list[int]], strict: bool
+) -> None:
+    pieces = pieces_of(*case)
+    got = run_mode(rust, pieces, strict, "display")
+    assert got == run_mode(reference, pieces, strict, "display")
+    # R5: the subsequence of deltas=True per call, the same result, and
+    # visible_output as deltas=True's deltas say, in every mode.
+    full = run_mode(rust, pieces, strict, True)
+    off = run_mode(rust, pieces, strict, False)
+    seen = False
+    for shown, every, none in zip(got[:-1], full[:-1], off[:-1], strict=True):
+        seen = seen or visible(every[0])
+        assert shown == (displayed(every[0]), seen)
+        assert none == ([], seen)
+    assert got[-1] == full[-1] == off[-1] == (full[-1][0], seen)

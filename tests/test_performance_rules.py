@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from fastagg import _fastagg
+from fastagg import _fastagg, reference
 from streams import sse_body
 
 MIB = 1024 * 1024
@@ -176,3 +176,109 @@ def test_r6_a_text_delta_str_is_built_once(impl: ModuleType) -> None:
     )
     assert delta.text == "Hello there"
     assert delta.text is delta.text
+
+
+def _display_body() -> bytes:
+    return sse_body(
+        [
+            {"candidates": [{"content": {"parts": [{"text": "hm", "thought": True}]}}]},
+            {
+                "candidates": [
+                    {"index": 1, "content": {"parts": [{"text": "b"}]}, "finishReason": "STOP"}
+                ]
+            },
+            {
+                "candidates": [
+                    {
+                        "content": {
+                            "parts": [
+                                {"functionCall": {"id": "c", "name": "f", "willContinue": True}},
+                                {
+                                    "functionCall": {
+                                        "id": "c",
+                                        "partialArgs": [{"jsonPath": "$.x", "stringValue": "v"}],
+                                    }
+                                },
+                            ]
+                        },
+                        "finishReason": "STOP",
+                    }
+                ]
+            },
+            {"error": {"code": 500, "status": "INTERNAL"}},
+        ]
+    )
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_display_deltas_are_candidate_zero_text_call_starts_and_args(
+    module: ModuleType,
+) -> None:
+    agg = module.StreamAggregator(deltas="display")
+    deltas = agg.feed(_display_body())
+    assert deltas == [
+        module.TextDelta(0, 0, "hm", True),
+        module.CallStart(0, 1, "c", "f"),
+        module.ArgDelta(0, 1, "$.x", "v"),
+    ]
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_display_leaves_the_result_as_it_is(module: ModuleType) -> None:
+    shown = module.StreamAggregator(deltas="display")
+    every = module.StreamAggregator()
+    shown.feed(_display_body())
+    every.feed(_display_body())
+    assert shown.close().content == every.close().content
+    assert shown.close().function_calls == [{"id": "c", "name": "f", "args": {"x": "v"}}]
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_visible_output_without_deltas(module: ModuleType) -> None:
+    agg = module.StreamAggregator(deltas=False)
+    body = _display_body().split(b"\r\n\r\n")
+    seen = []
+    for event in body:
+        assert agg.feed(event + b"\r\n\r\n") == []
+        seen.append(agg.visible_output)
+    # a thought, then another candidate's text: not visible; candidate 0's call: visible
+    assert seen == [False, False, True, True, True]
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_visible_output_for_answer_text_of_a_kept_part(module: ModuleType) -> None:
+    agg = module.StreamAggregator(deltas=False)
+    agg.feed(sse_body([{"candidates": [{"content": {"parts": [{"text": "a", "x": 1}]}}]}]))
+    assert agg.visible_output is True
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_other_delta_names_are_refused(module: ModuleType) -> None:
+    with pytest.raises(ValueError, match="deltas must be True, False or 'display', not 'all'"):
+        module.StreamAggregator(deltas="all")
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_display_is_refused_for_interactions(module: ModuleType) -> None:
+    with pytest.raises(ValueError, match="deltas='display' is only for api='generate_content'"):
+        module.StreamAggregator(api="interactions", deltas="display")
+
+
+@pytest.mark.parametrize("module", [_fastagg, reference], ids=["rust", "twin"])
+def test_r5_visible_output_is_not_for_interactions(module: ModuleType) -> None:
+    agg = module.StreamAggregator(api="interactions")
+    with pytest.raises(TypeError, match="visible_output is only for api='generate_content'"):
+        _ = agg.visible_output
+
+
+def test_r5_the_loop_asks_for_the_displayed_deltas() -> None:
+    from fastagg.loop.wire import GenerateContentWire
+    from fastagg.request import RequestGuard
+
+    wire = GenerateContentWire([], [], None, None, RequestGuard(require_signatures=False))
+    deltas = wire.aggregator().feed(_display_body())
+    assert deltas == [
+        _fastagg.TextDelta(0, 0, "hm", True),
+        _fastagg.CallStart(0, 1, "c", "f"),
+        _fastagg.ArgDelta(0, 1, "$.x", "v"),
+    ]

@@ -261,7 +261,8 @@ class StreamAggregator(Generic[_Result]):
 
     Feed the body bytes in any split with ``feed()``, then ``close()`` for the
     ``AggregatedResponse``. Options (keyword-only): ``deltas`` (return deltas from
-    ``feed()``; ``False`` is the fastest path), ``strict`` (a malformed event raises
+    ``feed()``; ``False`` is the fastest path; ``"display"`` only candidate 0's
+    ``TextDelta``, ``CallStart`` and ``ArgDelta``, performance R5), ``strict`` (a malformed event raises
     ``MalformedStreamError``; ``False`` skips it with a warning), ``max_event_bytes``
     (the largest event payload, 64 MiB), ``max_array_index`` (the largest array index a
     streamed argument's ``jsonPath`` may write, 10,000). The full text: ``help()`` of the
@@ -273,7 +274,7 @@ class StreamAggregator(Generic[_Result]):
         cls,
         *,
         api: Literal["generate_content"] = "generate_content",
-        deltas: bool = True,
+        deltas: bool | Literal["display"] = True,
         strict: bool = True,
         max_event_bytes: int = ...,
         max_array_index: int = 10_000,
@@ -314,6 +315,10 @@ class StreamAggregator(Generic[_Result]):
     @property
     def bytes_seen(self) -> int:
         """Bytes fed so far."""
+    @property
+    def visible_output(self) -> bool:
+        """Whether candidate 0 has produced answer text or a function call (thoughts do not
+        count), whatever ``deltas`` asks for (R5). ``TypeError`` for ``api="interactions"``."""
 
 @final
 class SseEvent:

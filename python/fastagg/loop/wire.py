@@ -132,7 +132,9 @@ class GenerateContentWire:
         return request
 
     def aggregator(self) -> StreamAggregator[Any]:
-        return StreamAggregator()
+        # R5: the loop reads candidate 0's text, thought and call deltas, with or
+        # without on_event (its visible-output check reads them too), nothing else.
+        return StreamAggregator(deltas="display")
 
     def drain(self, agg: Any) -> list[Any]:
         deltas: list[Any] = agg.finish()

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use fastagg_core::aggregate::{
-    Aggregator, Delta, Options, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
+    Aggregator, Delta, Deltas, Options, MAX_ARRAY_INDEX_CAP, MAX_EVENT_BYTES_CAP,
 };
 use fastagg_core::error::MalformedStream;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
@@ -50,7 +50,10 @@ pub(crate) const SECOND_FEEDER: &str =
 ///   streamed Interactions API body and `close()` returns an
 ///   `InteractionResponse` (spec/interactions.md).
 /// - `deltas=True`: return deltas from `feed()`; `False` returns `[]` and
-///   skips building them (the fastest path when only the result is needed).
+///   skips building them (the fastest path when only the result is needed);
+///   `"display"` returns only what a live display of the first candidate
+///   shows: candidate 0's `TextDelta` (thoughts too), `CallStart` and
+///   `ArgDelta`, no `CallEnd`, `Finish` or `StreamError` (R5).
 /// - `strict=True`: a malformed event (bad JSON, not an object, bad UTF-8,
 ///   over `max_event_bytes`) raises `MalformedStreamError` from the `feed()`
 ///   that completed it, after the good events of that call were applied; its
@@ -68,7 +71,8 @@ pub(crate) const SECOND_FEEDER: &str =
 /// `MalformedStreamError` (strict mode) or `AggregatorClosed` (after
 /// `close()`). `feed_event()` takes one payload, `feed_chunk()` one parsed
 /// chunk (a REST dict or a google-genai response object). `snapshot()` shows
-/// the result so far without ending the stream.
+/// the result so far without ending the stream. `visible_output` says whether
+/// candidate 0 has produced answer text or a function call, in every mode.
 ///
 /// The rules, by id (F framing, E events, P parts, C calls, D deltas):
 /// `spec/contract/aggregation.md` and `spec/aggregation.md` in the source
@@ -76,6 +80,7 @@ pub(crate) const SECOND_FEEDER: &str =
 #[pyclass(module = "fastagg._fastagg")]
 pub struct StreamAggregator {
     core: Aggregator,
+    /// Whether `feed()` builds a list (`deltas=True` or `"display"`).
     deltas: bool,
     /// The result of `close()`, returned again by later calls (D3).
     closed: Option<Py<AggregatedResponse>>,
@@ -142,22 +147,56 @@ impl StreamAggregator {
     }
 }
 
+/// The `deltas=` argument: a bool, or the name of a subset (R5). Read by
+/// type, not by trying each: a failed extraction builds a Python exception,
+/// which costs more than the rest of a small stream's constructor.
+#[derive(Clone, Copy)]
+pub(crate) struct DeltasArg(Deltas);
+
+impl<'py> FromPyObject<'_, 'py> for DeltasArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let Ok(name) = obj.cast::<PyString>() else {
+            return Ok(Self(if obj.extract::<bool>()? {
+                Deltas::All
+            } else {
+                Deltas::Off
+            }));
+        };
+        let name = name.to_cow()?;
+        if name == "display" {
+            Ok(Self(Deltas::Display))
+        } else {
+            Err(PyValueError::new_err(format!(
+                "deltas must be True, False or 'display', not '{name}'"
+            )))
+        }
+    }
+}
+
 #[pymethods]
 impl StreamAggregator {
     #[new]
     #[pyo3(
-        signature = (*, api = "generate_content", deltas = true, strict = true, max_event_bytes = None, max_array_index = None),
+        signature = (*, api = "generate_content", deltas = DeltasArg(Deltas::All), strict = true, max_event_bytes = None, max_array_index = None),
         text_signature = "(*, api='generate_content', deltas=True, strict=True, max_event_bytes=67108864, max_array_index=10000)"
     )]
     fn new(
         py: Python<'_>,
         api: &str,
-        deltas: bool,
+        deltas: DeltasArg,
         strict: bool,
         max_event_bytes: Option<&Bound<'_, PyAny>>,
         max_array_index: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let defaults = Options::default();
+        let DeltasArg(deltas) = deltas;
+        if deltas == Deltas::Display && api == "interactions" {
+            return Err(PyValueError::new_err(
+                "deltas='display' is only for api='generate_content'",
+            ));
+        }
         let opts = Options {
             deltas,
             strict,
@@ -176,7 +215,7 @@ impl StreamAggregator {
         };
         Ok(Self {
             core: Aggregator::new(opts),
-            deltas,
+            deltas: deltas != Deltas::Off,
             closed: None,
             feeder: None,
             ix: interactions::for_api(py, api, opts)?,
@@ -336,6 +375,19 @@ impl StreamAggregator {
                 "reconnect() is only for api='interactions' (a generateContent stream cannot be resumed)",
             )),
         }
+    }
+
+    /// Whether candidate 0 has produced answer text or a function call
+    /// (thoughts do not count), whatever `deltas` asks for (R5).
+    #[getter]
+    fn visible_output(slf: &Bound<'_, Self>) -> PyResult<bool> {
+        let this = Self::waited(slf)?;
+        if this.ix.is_some() {
+            return Err(PyTypeError::new_err(
+                "visible_output is only for api='generate_content'",
+            ));
+        }
+        Ok(this.core.visible_output())
     }
 
     /// Payloads dispatched so far (good and bad).

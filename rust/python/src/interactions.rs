@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use fastagg_core::aggregate::{Closed, Delta, Options};
+use fastagg_core::aggregate::{Closed, Delta, Deltas, Options};
 use fastagg_core::error::MalformedStream;
 use fastagg_core::interactions::{IxAggregator, IxResponse};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -29,7 +29,7 @@ pub fn for_api(py: Python<'_>, api: &str, opts: Options) -> PyResult<Option<IxSt
         "generate_content" => Ok(None),
         "interactions" => Ok(Some(IxStream {
             core: IxAggregator::new(opts),
-            deltas: opts.deltas,
+            deltas: opts.deltas != Deltas::Off,
             closed: None,
         })),
         other => Err(PyValueError::new_err(format!(

@@ -26,10 +26,28 @@ from .calls import _close_open_calls
 from .candidate import _candidate, _CandidateState, _render_candidate
 from .merge import _merge_usage, _set_top_level
 from .render import _render_json, _same
-from .response import AggregatedResponse, Delta, StreamError
+from .response import AggregatedResponse, ArgDelta, CallStart, Delta, StreamError, TextDelta
 
 _MAX_ARRAY_INDEX_CAP = 2**31 - 1  # D2b: the largest max_array_index accepted
 _MAX_EVENT_BYTES_CAP = 2**63 - 1  # D2b: the largest max_event_bytes accepted (sys.maxsize)
+
+
+#: R5: the delta types ``deltas="display"`` keeps, of candidate 0 only.
+_DISPLAYED = (TextDelta, CallStart, ArgDelta)
+
+
+def _delta_mode(deltas: object) -> tuple[bool, bool]:
+    """``deltas=``: (whether deltas are built, whether only the displayed ones are kept)."""
+    if isinstance(deltas, str):
+        if deltas != "display":
+            raise ValueError(f"deltas must be True, False or 'display', not '{deltas}'")
+        return True, True
+    return bool(deltas), False
+
+
+def _displayed(deltas: list[Delta]) -> list[Delta]:
+    """R5: candidate 0's text, call-start and argument deltas, in order."""
+    return [d for d in deltas if isinstance(d, _DISPLAYED) and d.candidate == 0]
 
 
 def _check_limit(name: str, value: object, cap: int) -> int:
@@ -137,7 +155,10 @@ class StreamAggregator:
 
     Feed raw body bytes (any split) with ``feed()``, one event payload with
     ``feed_event()``, or one parsed chunk with ``feed_chunk()``; each returns
-    the deltas it produced (empty with ``deltas=False``). ``snapshot()``
+    the deltas it produced (empty with ``deltas=False``; with
+    ``deltas="display"`` only candidate 0's text, call-start and argument
+    deltas, R5). ``visible_output`` says whether candidate 0 produced answer
+    text or a function call. ``snapshot()``
     renders the aggregate so far, ``close()`` finishes the stream.
     ``api="interactions"`` returns the Interactions twin instead
     (``fastagg.reference.interactions``, spec/interactions.md I1).
@@ -147,6 +168,8 @@ class StreamAggregator:
         """The classic aggregator, or the Interactions twin for ``api="interactions"``."""
         if api == "generate_content":
             return super().__new__(cls)
+        if options.get("deltas") == "display":
+            raise ValueError("deltas='display' is only for api='generate_content'")
         from ..interactions import InteractionsAggregator  # it imports this package
 
         return InteractionsAggregator(api=api, **options)
@@ -155,12 +178,12 @@ class StreamAggregator:
         self,
         *,
         api: str = "generate_content",
-        deltas: bool = True,
+        deltas: bool | str = True,
         strict: bool = True,
         max_event_bytes: int = 64 * 1024 * 1024,
         max_array_index: int = 10_000,
     ) -> None:
-        self._deltas = bool(deltas)
+        self._deltas, self._display = _delta_mode(deltas)
         self._strict = bool(strict)
         self._max_event_bytes = _check_limit(
             "max_event_bytes", max_event_bytes, _MAX_EVENT_BYTES_CAP
@@ -186,6 +209,12 @@ class StreamAggregator:
     def bytes_seen(self) -> int:
         """Bytes given to ``feed()`` and ``feed_event()`` so far."""
         return self._bytes_seen
+
+    @property
+    def visible_output(self) -> bool:
+        """Whether candidate 0 produced answer text or a function call (R5; thoughts do not count)."""
+        first = self._state.candidates.get(0)
+        return first is not None and first.visible
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]:
         """Process a chunk of the raw body; return its deltas.
@@ -223,7 +252,7 @@ class StreamAggregator:
         index = self._events_seen
         self._events_seen += 1
         self._state.apply(event, index, deltas if self._deltas else None)
-        return deltas
+        return _displayed(deltas) if self._display else deltas
 
     def reconnect(self) -> None:
         """Only for ``api="interactions"`` (spec/interactions.md I20)."""
@@ -256,7 +285,7 @@ class StreamAggregator:
         if self._bytes_seen > 0 and self._events_seen == 0:
             self._warnings.append(_diagnostic("no_event_found", bytes=self._bytes_seen))
         _close_open_calls(self._state, deltas if self._deltas else None)
-        return deltas
+        return _displayed(deltas) if self._display else deltas
 
     def close(self) -> AggregatedResponse:
         """Finish the stream (F14, C12) and return the aggregate; idempotent."""
@@ -339,6 +368,8 @@ class StreamAggregator:
             self._warnings.append(diagnostic)
 
     def _finish_call(self, deltas: list[Delta], errors: list[MalformedStreamError]) -> list[Delta]:
+        if self._display:
+            deltas = _displayed(deltas)
         if errors:
             first = errors[0]
             first.deltas = deltas

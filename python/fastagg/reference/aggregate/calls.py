@@ -111,6 +111,7 @@ def _complete_call(
         )
         return
     cand.slots.append(_KeptPart(part, is_call=True))
+    cand.visible = True  # R5
     if deltas is not None:
         k = len(cand.slots) - 1
         info = _complete_call_info(fc)
@@ -133,6 +134,7 @@ def _open_call(
     call.slot = len(cand.slots)
     cand.slots.append(call)
     cand.open_calls.append(call)
+    cand.visible = True  # R5: a call start is visible output
     if deltas is not None:
         deltas.append(CallStart(cand.index, call.slot, call.id, call.name))
 

@@ -27,6 +27,7 @@ class _CandidateState:
         "metadata",
         "open_calls",
         "slots",
+        "visible",
     )
 
     def __init__(self, index: int) -> None:
@@ -37,6 +38,7 @@ class _CandidateState:
         self.finish_message: str | None = None
         self.metadata: JSONObject = {}
         self.citation_seen: dict[str, set[str]] = {}
+        self.visible = False  # R5: answer text or a function call came
 
 
 def _candidate(

@@ -55,6 +55,8 @@ def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> 
     if len(part) == 1 or (len(part) == 2 and "thought" in part and isinstance(thought, bool)):
         if not text:
             return  # P2
+        if not thought:
+            cand.visible = True  # R5
         slots = cand.slots
         run = slots[-1] if slots else None
         if not isinstance(run, _TextRun) or run.thought is not thought:
@@ -66,5 +68,7 @@ def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> 
         return
     thought = thought is True  # P3: a text part with other keys, kept as is
     cand.slots.append(_KeptPart(part, text, thought))
+    if text and not thought:
+        cand.visible = True  # R5
     if text and deltas is not None:
         deltas.append(TextDelta(cand.index, len(cand.slots) - 1, text, thought))

@@ -177,6 +177,11 @@ class InteractionsAggregator:
             return self._result
         return self._render(closing=False)
 
+    @property
+    def visible_output(self) -> bool:
+        """Only for ``api="generate_content"`` (R5)."""
+        raise TypeError("visible_output is only for api='generate_content'")
+
     def finish(self) -> list[Any]:
         """Only for ``api="generate_content"`` (D5); here the stream ends with ``[DONE]``."""
         raise TypeError(

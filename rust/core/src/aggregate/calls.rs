@@ -70,7 +70,10 @@ struct Ctx {
     at: At,
     clock: u64,
     max_index: usize,
+    /// Call-start and argument deltas (R5: per candidate).
     want_deltas: bool,
+    /// `CallEnd` deltas (R5: not with `Deltas::Display`).
+    want_ends: bool,
 }
 
 /// What one streamed chunk carries, taken out of its part (C3).
@@ -130,22 +133,24 @@ impl State {
             });
             return;
         }
-        let call = self.opts.deltas.then(|| info.to_value());
         let cand = &mut self.candidates[pos];
         cand.run = None;
+        cand.visible = true; // R5
         let slot = cand.slots.len();
-        if let Some(call) = call {
-            let (id, name) = id_and_name(&call);
+        if self.opts.deltas.shows(cand.index) {
             deltas.push(Delta::CallStart {
                 candidate: cand.index,
                 index: slot,
-                id,
-                name,
+                id: info.id.map(str::to_owned),
+                name: info.name.map(str::to_owned),
             });
+        }
+        // R5: the copy of the arguments only for a consumer of `CallEnd`.
+        if self.opts.deltas.all() {
             deltas.push(Delta::CallEnd {
                 candidate: cand.index,
                 index: slot,
-                call,
+                call: info.to_value(),
             });
         }
         cand.slots.push(Slot::Kept {
@@ -170,7 +175,8 @@ impl State {
             at,
             clock: self.clock,
             max_index: self.opts.max_array_index,
-            want_deltas: self.opts.deltas,
+            want_deltas: self.opts.deltas.shows(self.candidates[pos].index),
+            want_ends: self.opts.deltas.all(),
         };
         let mut warnings = Vec::new();
         let cand = &mut self.candidates[pos];
@@ -219,7 +225,7 @@ impl State {
     }
 
     pub(super) fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
-        let want_deltas = self.opts.deltas;
+        let want_ends = self.opts.deltas.all();
         let mut warnings = Vec::new();
         for pos in self.in_index_order() {
             let cand = &mut self.candidates[pos];
@@ -227,7 +233,7 @@ impl State {
             for k in std::mem::take(&mut cand.open) {
                 let call = &mut cand.calls[k];
                 call.flushed = true; // C13: the model never finished it
-                close_call(candidate, call, want_deltas, deltas, &mut warnings);
+                close_call(candidate, call, want_ends, deltas, &mut warnings);
             }
         }
         self.warnings.append(&mut warnings);
@@ -249,7 +255,7 @@ impl CandidateState {
         deltas: &mut Vec<Delta>,
         warnings: &mut Vec<Diagnostic>,
     ) -> usize {
-        let (candidate, want_deltas) = (self.index, ctx.want_deltas);
+        let candidate = self.index;
         if self.open.len() == MAX_OPEN_CALLS {
             // RULE C14: the least recently updated open call is closed first.
             let lru = self
@@ -268,12 +274,13 @@ impl CandidateState {
             close_call(
                 candidate,
                 &mut self.calls[lru],
-                want_deltas,
+                ctx.want_ends,
                 deltas,
                 warnings,
             );
         }
         self.run = None;
+        self.visible = true; // R5: a call start is visible output
         let slot = self.slots.len();
         let k = self.calls.len();
         self.open.push(k);
@@ -287,7 +294,7 @@ impl CandidateState {
             touched: ctx.clock,
             slot,
         });
-        if want_deltas {
+        if ctx.want_deltas {
             deltas.push(Delta::CallStart {
                 candidate,
                 index: slot,
@@ -368,7 +375,7 @@ impl CandidateState {
             }
         }
         if !chunk.keeps_open {
-            close_call(candidate, call, ctx.want_deltas, deltas, warnings);
+            close_call(candidate, call, ctx.want_ends, deltas, warnings);
             self.open.retain(|&open| open != k);
         }
     }
@@ -418,12 +425,12 @@ impl CandidateState {
 pub(super) fn close_call(
     candidate: u32,
     call: &mut StreamedCall,
-    want_deltas: bool,
+    want_ends: bool,
     deltas: &mut Vec<Delta>,
     warnings: &mut Vec<Diagnostic>,
 ) {
     if call.name.is_some() {
-        if want_deltas {
+        if want_ends {
             deltas.push(Delta::CallEnd {
                 candidate,
                 index: call.slot,
@@ -439,11 +446,6 @@ pub(super) fn close_call(
             args: Value::Object(call.args.clone()),
         });
     }
-}
-
-pub(super) fn id_and_name(call: &Value) -> (Option<String>, Option<String>) {
-    let get = |key: &str| call.get(key).and_then(Value::as_str).map(str::to_owned);
-    (get("id"), get("name"))
 }
 
 pub(super) fn string_field(map: &Map<String, Value>, key: &str) -> Option<String> {

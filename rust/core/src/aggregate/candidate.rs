@@ -50,6 +50,8 @@ pub(super) struct CandidateState {
     pub(super) citation_seen: HashMap<String, HashSet<String>>,
     /// Indices into `calls` of the open calls, in slot order (C14).
     pub(super) open: Vec<usize>,
+    /// R5: answer text or a function call came (`visible_output`).
+    pub(super) visible: bool,
 }
 
 impl CandidateState {
@@ -64,6 +66,7 @@ impl CandidateState {
             metadata: Map::new(),
             citation_seen: HashMap::new(),
             open: Vec::new(),
+            visible: false,
         }
     }
 
@@ -207,7 +210,7 @@ impl State {
         }
         if let Some(Value::String(reason)) = cand.finish_reason {
             if !reason.is_empty() {
-                if self.opts.deltas {
+                if self.opts.deltas.all() {
                     deltas.push(Delta::Finish {
                         candidate: index,
                         reason: reason.clone(),

@@ -30,9 +30,40 @@ pub const MAX_ARRAY_INDEX_CAP: usize = (1 << 31) - 1;
 /// The largest `max_event_bytes` accepted (D2b): Python's `sys.maxsize`.
 pub const MAX_EVENT_BYTES_CAP: usize = isize::MAX as usize;
 
+/// Which deltas `feed()` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deltas {
+    /// Every delta of every candidate.
+    All,
+    /// RULE R5: only what a live display of the first candidate shows: its
+    /// text (and thought), call-start and argument deltas; no `CallEnd` (so no
+    /// copy of a finished call's arguments), `Finish` or `StreamError`.
+    Display,
+    /// None.
+    Off,
+}
+
+impl Deltas {
+    /// Whether the text, call-start and argument deltas of `candidate` are reported.
+    #[must_use]
+    pub fn shows(self, candidate: u32) -> bool {
+        match self {
+            Self::All => true,
+            Self::Display => candidate == 0,
+            Self::Off => false,
+        }
+    }
+
+    /// Whether `CallEnd`, `Finish` and `StreamError` are reported.
+    #[must_use]
+    pub fn all(self) -> bool {
+        self == Self::All
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
-    pub deltas: bool,
+    pub deltas: Deltas,
     pub strict: bool,
     pub max_event_bytes: usize,
     pub max_array_index: usize,
@@ -41,7 +72,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            deltas: true,
+            deltas: Deltas::All,
             strict: true,
             max_event_bytes: 64 * 1024 * 1024,
             max_array_index: 10_000,
@@ -156,6 +187,8 @@ pub struct Aggregator {
     /// `finish()` ran: the input is over (D5).
     ended: bool,
     closed: Option<Arc<Response>>,
+    /// `visible_output()` when `close()` moved the candidates out (R5).
+    closed_visible: bool,
 }
 
 impl Aggregator {
@@ -181,6 +214,7 @@ impl Aggregator {
             },
             ended: false,
             closed: None,
+            closed_visible: false,
         }
     }
 
@@ -192,6 +226,20 @@ impl Aggregator {
     #[must_use]
     pub fn bytes_seen(&self) -> u64 {
         self.state.bytes_seen
+    }
+
+    /// RULE R5: whether candidate 0 has produced answer text or a function
+    /// call (thoughts do not count), whatever `Deltas` asks for: a consumer
+    /// that takes no deltas still learns that visible output happened.
+    #[must_use]
+    pub fn visible_output(&self) -> bool {
+        let state = &self.state;
+        self.closed_visible
+            || state
+                .positions
+                .get(&0)
+                .and_then(|&pos| state.candidates.get(pos))
+                .is_some_and(|c| c.visible)
     }
 
     #[must_use]
@@ -303,6 +351,7 @@ impl Aggregator {
             return Arc::clone(done);
         }
         self.finish(&mut Vec::new());
+        self.closed_visible = self.visible_output();
         let done = Arc::new(self.state.finish());
         self.closed = Some(Arc::clone(&done));
         done
@@ -386,7 +435,7 @@ impl State {
     fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
         if let Some(error) = payload.error.filter(|e| !e.is_null()) {
             // E1, E8: recorded verbatim, the payload contributes nothing else.
-            if self.opts.deltas {
+            if self.opts.deltas.all() {
                 deltas.push(Delta::StreamError {
                     error: error.clone(),
                 });

@@ -20,7 +20,8 @@ impl State {
         part: Shaped<PartIn<'_>>,
         deltas: &mut Vec<Delta>,
     ) {
-        let want_deltas = self.opts.deltas;
+        // R5: with `Deltas::Display` only candidate 0's text is reported.
+        let want_deltas = self.opts.deltas.shows(self.candidates[pos].index);
         let part = match part {
             Shaped::Expected(PartIn::Plain { text, thought }) => {
                 self.candidates[pos].append_text(text, thought, want_deltas, deltas);
@@ -54,9 +55,10 @@ impl State {
         let cand = &mut self.candidates[pos];
         cand.run = None;
         let slot = cand.slots.len();
-        if let (true, PartKind::Text { thought }) = (want_deltas, kind) {
-            if let Some(Value::String(text)) = part.get("text") {
-                if !text.is_empty() {
+        if let (PartKind::Text { thought }, Some(Value::String(text))) = (kind, part.get("text")) {
+            if !text.is_empty() {
+                cand.visible |= !thought; // R5
+                if want_deltas {
                     deltas.push(Delta::Text {
                         candidate: cand.index,
                         index: slot,
@@ -81,6 +83,7 @@ impl CandidateState {
         if text.is_empty() {
             return; // P2
         }
+        self.visible |= !thought; // R5: answer text, not a thought
         let candidate = self.index;
         if let Some(run) = self.run {
             if let Some(Slot::Run {

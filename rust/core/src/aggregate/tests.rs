@@ -260,3 +260,132 @@ proptest! {
         prop_assert_eq!(whole, split);
     }
 }
+
+fn run_with(deltas: Deltas, body: &[u8]) -> (Vec<Delta>, bool, Response) {
+    let mut agg = Aggregator::new(Options {
+        deltas,
+        strict: false,
+        ..Options::default()
+    });
+    let mut out = Vec::new();
+    let _ = agg.feed(body, &mut out);
+    agg.finish(&mut out);
+    let visible = agg.visible_output();
+    let result = (*agg.close()).clone();
+    assert_eq!(agg.visible_output(), visible, "R5: close() keeps it");
+    (out, visible, result)
+}
+
+/// What `Deltas::Display` keeps of every delta.
+fn shown(delta: &Delta) -> bool {
+    match delta {
+        Delta::Text { candidate, .. }
+        | Delta::CallStart { candidate, .. }
+        | Delta::Arg { candidate, .. } => *candidate == 0,
+        _ => false,
+    }
+}
+
+/// A part of a stream with several candidates, thoughts and both kinds of calls.
+fn part() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!({"text": "a"})),
+        Just(json!({"text": "t", "thought": true})),
+        Just(json!({"text": "k", "thoughtSignature": "s"})),
+        Just(json!({"text": ""})),
+        Just(json!({"functionCall": {"name": "f", "args": {"x": [1]}}})),
+        Just(json!({"functionCall": {"args": {"x": 1}}})),
+        Just(json!({"functionCall": {"name": "g", "willContinue": true}})),
+        Just(
+            json!({"functionCall": {"partialArgs": [{"jsonPath": "$.q", "stringValue": "v"}], "willContinue": true}})
+        ),
+        Just(json!({"functionCall": {}})),
+    ]
+}
+
+fn event() -> impl Strategy<Value = Value> {
+    (0u32..3, prop::collection::vec(part(), 0..3), any::<bool>()).prop_map(
+        |(index, parts, finish)| {
+            let mut cand = json!({"index": index, "content": {"parts": parts}});
+            if finish {
+                cand["finishReason"] = json!("STOP");
+            }
+            json!({"candidates": [cand]})
+        },
+    )
+}
+
+#[test]
+fn r5_display_skips_call_end_finish_and_other_candidates() {
+    let body = sse(&[
+        json!({"candidates": [{"content": {"parts": [{"text": "t", "thought": true}, {"functionCall": {"name": "f", "args": {"x": 1}}}]}}]}),
+        json!({"candidates": [{"index": 1, "content": {"parts": [{"text": "b"}]}, "finishReason": "STOP"}]}),
+        json!({"candidates": [{"content": {"parts": [{"text": "a"}]}, "finishReason": "STOP"}]}),
+    ]);
+    let (deltas, _, _) = run_with(Deltas::Display, &body);
+    assert_eq!(
+        deltas,
+        vec![
+            Delta::Text {
+                candidate: 0,
+                index: 0,
+                text: "t".into(),
+                thought: true
+            },
+            Delta::CallStart {
+                candidate: 0,
+                index: 1,
+                id: None,
+                name: Some("f".into())
+            },
+            Delta::Text {
+                candidate: 0,
+                index: 2,
+                text: "a".into(),
+                thought: false
+            },
+        ]
+    );
+}
+
+#[test]
+fn r5_a_thought_is_not_visible_output() {
+    let body = sse(&[
+        json!({"candidates": [{"content": {"parts": [{"text": "t", "thought": true}]}}]}),
+        json!({"candidates": [{"index": 1, "content": {"parts": [{"text": "b"}]}}]}),
+    ]);
+    assert!(!run_with(Deltas::Off, &body).1);
+}
+
+#[test]
+fn r5_a_streamed_call_start_is_visible_output_without_deltas() {
+    let body = sse(&[
+        json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "g", "willContinue": true}}]}}]}),
+    ]);
+    assert!(run_with(Deltas::Off, &body).1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// R5: `Display` reports exactly candidate 0's text, call-start and
+    /// argument deltas of `All`, and changes neither the result nor
+    /// `visible_output`, which is a candidate 0 answer text or call start.
+    #[test]
+    fn r5_display_is_the_candidate_zero_subset(events in prop::collection::vec(event(), 0..8)) {
+        let body = sse(&events);
+        let (all, visible, result) = run_with(Deltas::All, &body);
+        let (display, display_visible, display_result) = run_with(Deltas::Display, &body);
+        let (none, off_visible, off_result) = run_with(Deltas::Off, &body);
+        let expected: Vec<Delta> = all.iter().filter(|d| shown(d)).cloned().collect();
+        prop_assert_eq!(display, expected);
+        prop_assert!(none.is_empty());
+        let seen = all.iter().any(|d| matches!(
+            d,
+            Delta::Text { candidate: 0, thought: false, .. } | Delta::CallStart { candidate: 0, .. }
+        ));
+        prop_assert_eq!((visible, display_visible, off_visible), (seen, seen, seen));
+        prop_assert_eq!(&display_result, &result);
+        prop_assert_eq!(&off_result, &result);
+    }
+}

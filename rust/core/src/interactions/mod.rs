@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::aggregate::{Closed, Delta, Options};
+use crate::aggregate::{Closed, Delta, Deltas, Options};
 use crate::diagnostics::Diagnostic;
 use crate::error::{ErrorKind, MalformedStream};
 use crate::event::needs_deep_parse;
@@ -161,7 +161,9 @@ impl IxAggregator {
         Self {
             framer: IxFramer::new(opts.max_event_bytes),
             state: State {
-                deltas: opts.deltas,
+                // `Deltas::Display` is the generateContent aggregator's (R5):
+                // the Interactions one reports every delta or none.
+                deltas: opts.deltas != Deltas::Off,
                 strict: opts.strict,
                 max: opts.max_event_bytes,
                 ..State::default()
