@@ -2,8 +2,8 @@
 
 Each request gets the next :class:`Reply` of the script. A reply is a list of
 ``GenerateContentResponse`` dicts (built with ``fastagg.testing.chunks``),
-framed as the service frames them (``data: …\\r\\n\\r\\n``), one chunk per event
-or split into small pieces; and it can fail on command: raise a
+framed as the service frames them (``data: …\\r\\n\\r\\n``), one chunk per event,
+split into small pieces or all in one chunk; and it can fail on command: raise a
 ``ProviderError`` on connect (HTTP status, Retry-After), hang before the first
 byte, stall forever after chunk N, pause after chunk N, drop the connection
 after chunk N. The double records every request (a deep copy, as sent), the
@@ -54,6 +54,7 @@ class Reply:
     pause_after: dict[int, float] = field(default_factory=dict)  # seconds to wait after event N
     drop_after: int | None = None  # connection drops after this many events
     piece: int | None = None  # split the body into writes of this many bytes
+    together: bool = False  # the events (up to a drop) as ONE body chunk, as a fast server sends
     raw: bytes = b""  # extra bytes sent after the events (e.g. a bad payload)
 
 
@@ -106,13 +107,15 @@ class _Response:
             await asyncio.Event().wait()
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        for n, event in enumerate(reply.events):
+        if reply.together:
+            yield sse(*reply.events[: reply.drop_after])
+            if reply.drop_after is not None:
+                raise _dropped()
+        for n, event in enumerate(() if reply.together else reply.events):
             if reply.stall_after is not None and n == reply.stall_after:
                 await asyncio.Event().wait()
             if reply.drop_after is not None and n == reply.drop_after:
-                raise ProviderError(
-                    None, "CONNECTION", "connection reset by peer", True, kind="connection"
-                )
+                raise _dropped()
             data = sse(event)
             step = reply.piece or len(data)
             for i in range(0, len(data), step):
@@ -122,11 +125,13 @@ class _Response:
         if reply.stall_after is not None and reply.stall_after >= len(reply.events):
             await asyncio.Event().wait()
         if reply.drop_after is not None and reply.drop_after >= len(reply.events):
-            raise ProviderError(
-                None, "CONNECTION", "connection reset by peer", True, kind="connection"
-            )
+            raise _dropped()
         if reply.raw:
             yield reply.raw
+
+
+def _dropped() -> ProviderError:
+    return ProviderError(None, "CONNECTION", "connection reset by peer", True, kind="connection")
 
 
 def answer(words: str, *, sig: str | None = None, prompt: int = 10, out: int = 5) -> Reply:

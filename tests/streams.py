@@ -79,6 +79,8 @@ def result_view(result: Any) -> dict[str, Any]:
         "response_id": result.response_id,
         "prompt_feedback": as_json(result.prompt_feedback),
         "error": as_json(result.error),
+        "continuation_token": result.continuation_token,  # E14
+        "output_after_token": result.output_after_token,
         "complete": result.complete,
         "truncated": result.truncated,
         "warnings": list(result.warnings),

@@ -160,6 +160,8 @@ def payload(draw: st.DrawFn) -> Any:
             )
         if draw(st.integers(0, 8)) == 0:
             candidate["index"] = 1
+        if draw(st.integers(0, 3)) == 0:  # E14: checkpoint tokens, some not strings
+            candidate["continuationToken"] = draw(st.sampled_from(["c1", "c2", "", 7, None]))
         if draw(st.integers(0, 8)) == 0:
             candidate["safetyRatings"] = [
                 {"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}

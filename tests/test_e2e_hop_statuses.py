@@ -154,7 +154,6 @@ async def test_l59_output_after_the_checkpoint_makes_the_drop_a_truncation() -> 
     dropped = Step(
         chunks=[chunk(text("one "), continuation_token="c1"), chunk(text("two"))],
         drop_after=2,
-        chunk_interval=0.05,  # L59 judges per body chunk: keep the two apart
     )
     limits = TurnLimits(provider_retries=0)
     async with FakeGemini([dropped]) as server, client(server, "generate_content") as model:

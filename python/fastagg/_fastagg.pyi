@@ -168,6 +168,14 @@ class AggregatedResponse:
     def error(self) -> dict[str, Any] | None:
         """The in-stream error object, verbatim, or None."""
     @property
+    def continuation_token(self) -> str | None:
+        """The latest non-empty ``continuationToken`` of candidate 0 (long decode), or None
+        (E14)."""
+    @property
+    def output_after_token(self) -> bool:
+        """Candidate 0 got output in an event after the latest ``continuationToken`` (any
+        output, with none): the token does not cover it (E14)."""
+    @property
     def complete(self) -> bool:
         """Candidate 0 has a finish reason and no error was recorded (E6)."""
     @property
@@ -215,6 +223,10 @@ class InteractionResponse:
     @property
     def continuation_token(self) -> str | None:
         """The latest ``continuation_token`` (long decode), or None."""
+    @property
+    def output_after_token(self) -> bool:
+        """A step event came after the latest ``continuation_token`` (any step event, with
+        none): the token does not cover it (E14)."""
     @property
     def interaction(self) -> dict[str, Any]:
         """The ``interaction`` objects of created/completed, merged key by key."""

@@ -24,9 +24,7 @@ _PLAIN = frozenset({"text", "thought"})
 
 
 def _token(result: Any) -> str | None:
-    token = getattr(result, "continuation_token", None)
-    if token is None and getattr(result, "candidates", None):
-        token = result.candidates[0].metadata.get("continuationToken")  # E5: latest non-null
+    token = result.continuation_token  # E14 (I6 on Interactions): the latest one
     return token if isinstance(token, str) and token else None
 
 
@@ -39,8 +37,14 @@ def hop_token(result: Any) -> str | None:
 
 def checkpoint_token(result: Any) -> str | None:
     """L59: after a drop, the latest checkpoint token (only a result without a finish
-    reason has one: a token on a finished chunk is stale)."""
-    return None if result.finish_reason else _token(result)
+    reason has one: a token on a finished chunk is stale).
+
+    L80: only when it covers everything received: output in an event after it
+    would be generated again by the resumed stream (E14 judges per event).
+    """
+    if result.finish_reason or result.output_after_token:
+        return None
+    return _token(result)
 
 
 def hop_request(request: Mapping[str, Any], result: Any, token: str) -> dict[str, Any]:

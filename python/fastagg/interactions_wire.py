@@ -220,6 +220,7 @@ class InteractionsTurn:
         self.warnings: list[str] = response.warnings
         self.interaction_id: str | None = response.interaction_id
         self.continuation_token: str | None = response.continuation_token
+        self.output_after_token: bool = response.output_after_token  # E14, read by L80
         self.last_event_id: str | None = response.last_event_id
         self.parts: list[dict[str, Any]] = []
         part_of: dict[int, int] = {}  # step position -> part index

@@ -29,6 +29,7 @@ FIELDS = [
     "status",
     "last_event_id",
     "continuation_token",
+    "output_after_token",
     "text",
     "thought_text",
     "function_calls",
@@ -389,6 +390,8 @@ def events(draw: st.DrawFn) -> list[bytes]:
                     ]
                 )
             )
+            if draw(st.booleans()):  # E14: a checkpoint
+                extra["continuation_token"] = draw(st.sampled_from(["c1", "c2", ""]))
             out.append(
                 ev(
                     name,
@@ -460,12 +463,10 @@ def events(draw: st.DrawFn) -> list[bytes]:
                     ]
                 )
             )
-            out.append(
-                ev(
-                    "interaction.completed",
-                    interaction={"id": "i1", "status": status, "usage": {"total_tokens": 5}},
-                )
-            )
+            interaction = {"id": "i1", "status": status, "usage": {"total_tokens": 5}}
+            if draw(st.booleans()):  # E14: the hop's token
+                interaction["continuation_token"] = "h1"
+            out.append(ev("interaction.completed", interaction=interaction))
         elif kind == "error":
             out.append(ev("error", error={"code": "x", "message": "m"}))
         else:

@@ -86,7 +86,7 @@ class ModelStream:
             body = self.model.stream(sent, timeout=wait)
             while True:
                 try:
-                    error, seen, covered = await _read_body(body, agg, wire, self.clock, events)
+                    error, seen = await _read_body(body, agg, wire, self.clock, events)
                     visible = visible or seen
                     dropped = error is not None and error.kind in _DROPS
                     partial: Any = agg.snapshot() if dropped else None
@@ -111,8 +111,8 @@ class ModelStream:
             segments.append(result)
             if error is not None:
                 # L64: an error ends the hops, unless L59 resumes from the checkpoint that
-                # covers everything received.
-                token = checkpoint_token(result) if dropped and covered else None
+                # covers everything received (L80).
+                token = checkpoint_token(result) if dropped else None
                 if token is None or resumes >= MAX_RESUMES:
                     return _view(segments), error, visible
                 resumes += 1
@@ -154,13 +154,11 @@ def _resumed(error: ProviderError | None, n: int) -> str:
 
 async def _read_body(
     body: Body, agg: Any, wire: Wire, clock: TurnClock, events: DeltaEvents
-) -> tuple[ProviderError | None, bool, bool]:
-    """Feed one response body into ``agg``: (transport error, visible output, and whether
-    the latest continuation token came in the last body chunk that had output, L59)."""
+) -> tuple[ProviderError | None, bool]:
+    """Feed one response body into ``agg``: (transport error, whether visible output came)."""
     clock.progress()  # L60: a hop or a resume is progress
     visible = False
     error: ProviderError | None = None
-    token_at = output_at = n = 0
     active = events.emit.active
     waiting = clock.open_first_output()
     try:
@@ -170,9 +168,6 @@ async def _read_body(
                     waiting = False
                     clock.close_first_output()
                 clock.progress()
-                n += 1
-                if wire.token_marker in chunk:
-                    token_at = n
                 try:
                     deltas = agg.feed(chunk)
                 except MalformedStreamError as exc:  # L19: a bad payload ends the stream
@@ -182,7 +177,6 @@ async def _read_body(
                     )
                     break
                 if deltas:
-                    output_at = n
                     if active:
                         visible = await events.deliver(deltas) or visible
                     else:  # L70: no sink, nothing to await
@@ -204,4 +198,4 @@ async def _read_body(
     finally:
         if waiting:
             clock.close_first_output()
-    return error, visible, token_at >= output_at
+    return error, visible

@@ -35,9 +35,6 @@ class Wire(Protocol):
         """The step-cap request: the transcript, ``note``, tools off (L9, L27), checked (L2)."""
         ...
 
-    #: L59: bytes in a body chunk that carries a continuation token.
-    token_marker: bytes
-
     def aggregator(self) -> Any:
         """A fresh aggregator for one response stream."""
         ...
@@ -98,8 +95,6 @@ def wire_for(
 
 class GenerateContentWire:
     """``generateContent`` requests over REST contents and parts."""
-
-    token_marker = b"continuationToken"
 
     def __init__(
         self,
@@ -198,8 +193,6 @@ class GenerateContentWire:
 class InteractionsWire(GenerateContentWire):
     """The Interactions API (I22-I27): the same transcript and requests (``GeminiClient``
     converts them, I23/I24), its own aggregator and results read as generateContent's."""
-
-    token_marker = b"continuation_token"
 
     def aggregator(self) -> StreamAggregator[Any]:
         return StreamAggregator(api="interactions")

@@ -196,6 +196,11 @@ impl InteractionResponse {
     fn continuation_token<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         Self::opt_str(py, self.inner.continuation_token.as_ref())
     }
+    /// A step event came after the latest `continuation_token` (any, with none): E14.
+    #[getter]
+    fn output_after_token(&self) -> bool {
+        self.inner.output_after_token
+    }
     /// The `interaction` objects of created/completed, merged key by key.
     #[getter]
     fn interaction<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

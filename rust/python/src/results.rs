@@ -355,6 +355,17 @@ impl AggregatedResponse {
             opt_to_py(py, self.inner.error.as_ref())
         })
     }
+    /// The latest non-empty `continuationToken` of candidate 0 (long decode), or None (E14).
+    #[getter]
+    fn continuation_token(&self) -> Option<&str> {
+        self.inner.continuation_token.as_deref()
+    }
+    /// Candidate 0 got output in an event after the latest `continuationToken`
+    /// (any output, with none): the token does not cover it (E14).
+    #[getter]
+    fn output_after_token(&self) -> bool {
+        self.inner.output_after_token
+    }
     /// Candidate 0 has a finish reason and no error was recorded (E6).
     #[getter]
     fn complete(&self) -> bool {

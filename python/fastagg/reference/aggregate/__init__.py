@@ -23,7 +23,7 @@ from ..event import _parse_payload
 from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
 from ..framing.lines import _as_bytes, _payload_bytes
 from .calls import _close_open_calls
-from .candidate import _candidate, _CandidateState, _render_candidate
+from .candidate import _candidate, _CandidateState, _Checkpoint, _render_candidate
 from .merge import _merge_usage, _set_top_level
 from .render import _render_json, _same
 from .response import AggregatedResponse, ArgDelta, CallStart, Delta, StreamError, TextDelta
@@ -103,6 +103,9 @@ class _TurnState:
         self.create_time: JSONValue = None
         self.prompt_feedback: JSONValue = None
         self.error: JSONValue = None
+        # E14: candidate 0's latest token, and output in an event after it.
+        self.continuation_token: str | None = None
+        self.output_after_token = False
         self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C14)
 
     def apply(self, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
@@ -119,8 +122,14 @@ class _TurnState:
         # RULE E2: a payload without candidates is normal (metadata-only chunks).
         candidates = event.get("candidates")
         if isinstance(candidates, list):
+            mark = _Checkpoint()
             for j, candidate in enumerate(candidates):
-                _candidate(self, candidate, i, j, deltas)
+                _candidate(self, candidate, i, j, deltas, mark)
+            # RULE E14: a token covers the output of its own event, not of later ones.
+            self.output_after_token |= mark.output
+            if mark.token is not None:
+                self.continuation_token = mark.token
+                self.output_after_token = False
         elif candidates is not None:
             self.shape(i, "candidates", "a list")
         usage = event.get("usageMetadata")
@@ -145,6 +154,8 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
         keep(state.create_time),
         keep(state.prompt_feedback),
         keep(state.error),
+        state.continuation_token,
+        state.output_after_token,
         truncated,
         state.warnings.render(),
     )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..._json import JSONObject, JSONValue, Part
 from .calls import _complete_call_info, _function_call, _streamed_call_info, _StreamedCall
 from .merge import _citations
-from .parts import _add_part, _KeptPart, _TextRun
+from .parts import _add_part, _is_plain, _KeptPart, _TextRun
 from .render import _render_json, _same
 from .response import Candidate, Delta, Finish
 
@@ -41,8 +41,31 @@ class _CandidateState:
         self.visible = False  # R5: answer text or a function call came
 
 
+class _Checkpoint:
+    """What the candidate-0 objects of one event brought (E14): output (a part that P2,
+    P6 and E7 do not drop) and a non-empty string ``continuationToken``."""
+
+    __slots__ = ("output", "token")
+
+    def __init__(self) -> None:
+        self.output = False
+        self.token: str | None = None
+
+
+def _is_output(part: JSONValue) -> bool:
+    """E14: a part the candidate keeps or extends a text run with."""
+    if not isinstance(part, dict) or not part:
+        return False
+    return not _is_plain(part) or bool(part["text"])
+
+
 def _candidate(
-    state: _TurnState, obj: JSONValue, i: int, j: int, deltas: list[Delta] | None
+    state: _TurnState,
+    obj: JSONValue,
+    i: int,
+    j: int,
+    deltas: list[Delta] | None,
+    mark: _Checkpoint,
 ) -> None:
     """Fold ``candidates[j]`` of event ``i`` into the candidate of its index (E4)."""
     if not isinstance(obj, dict):
@@ -63,6 +86,7 @@ def _candidate(
         parts = content.get("parts")
         if isinstance(parts, list):
             for p, part in enumerate(parts):
+                mark.output = mark.output or (index == 0 and _is_output(part))
                 if isinstance(part, dict):
                     _part(state, cand, part, i, j, p, deltas)
                 else:
@@ -82,6 +106,8 @@ def _candidate(
     for key, value in obj.items():
         if value is None or key in _CANDIDATE_OWN_KEYS:
             continue
+        if index == 0 and key == "continuationToken" and isinstance(value, str) and value:
+            mark.token = value
         if key == "citationMetadata":
             _citations(state, cand, value, i, j)
         else:

@@ -44,6 +44,15 @@ class _KeptPart:
         self.is_call = is_call
 
 
+def _is_plain(part: Part) -> bool:
+    """RULE P8: `text` (a string) and optionally `thought` (a boolean), nothing else."""
+    if not isinstance(part.get("text"), str):
+        return False
+    return len(part) == 1 or (
+        len(part) == 2 and "thought" in part and isinstance(part["thought"], bool)
+    )
+
+
 def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> None:
     """Fold one non-empty part that is not a function call (P1-P4, P8)."""
     text = part.get("text")
@@ -51,8 +60,7 @@ def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> 
         cand.slots.append(_KeptPart(part))
         return
     thought = part.get("thought", False)
-    # RULE P8: `text` (a string) and optionally `thought` (a boolean), nothing else.
-    if len(part) == 1 or (len(part) == 2 and "thought" in part and isinstance(thought, bool)):
+    if _is_plain(part):
         if not text:
             return  # P2
         if not thought:

@@ -185,11 +185,13 @@ class AggregatedResponse:
 
     __slots__ = (
         "_candidates",
+        "_continuation_token",
         "_create_time",
         "_diagnostics",
         "_error",
         "_first",
         "_model_version",
+        "_output_after_token",
         "_prompt_feedback",
         "_response_id",
         "_truncated",
@@ -206,6 +208,8 @@ class AggregatedResponse:
         create_time: JSONValue,
         prompt_feedback: JSONValue,
         error: JSONValue,
+        continuation_token: str | None,
+        output_after_token: bool,
         truncated: bool,
         diagnostics: tuple[Diagnostic, ...],
     ) -> None:
@@ -217,6 +221,8 @@ class AggregatedResponse:
         self._create_time = create_time
         self._prompt_feedback = prompt_feedback
         self._error = error
+        self._continuation_token = continuation_token
+        self._output_after_token = output_after_token
         self._truncated = truncated
         self._diagnostics = diagnostics
         self._warnings = [d.message for d in diagnostics]  # X3
@@ -286,6 +292,18 @@ class AggregatedResponse:
     def error(self) -> JSONValue:
         """The last in-stream error object, verbatim (E1, E8)."""
         return self._error
+
+    @property
+    def continuation_token(self) -> str | None:
+        """The latest non-empty ``continuationToken`` of candidate 0 (long decode), or None
+        (E14)."""
+        return self._continuation_token
+
+    @property
+    def output_after_token(self) -> bool:
+        """Candidate 0 got output in an event after the latest ``continuationToken`` (any
+        output, with none): the token does not cover it (E14)."""
+        return self._output_after_token
 
     @property
     def complete(self) -> bool:

@@ -39,6 +39,7 @@ class InteractionResponse:
     status: str | None
     last_event_id: str | None
     continuation_token: str | None
+    output_after_token: bool
     interaction: JSONObject
     usage: JSONValue
     error: JSONValue
@@ -316,8 +317,9 @@ class InteractionsAggregator:
                 self._status = status
             if isinstance(obj.get("usage"), dict):
                 self._usage = obj["usage"]
-            if _str(obj, "continuation_token") is not None:
-                self._continuation_token = _str(obj, "continuation_token")
+            token = _str(obj, "continuation_token")
+            if token is not None:
+                self._set_token(token)
         if completed:
             self._complete = self._error is None
             if status and self._deltas:
@@ -336,8 +338,14 @@ class InteractionsAggregator:
             self._status = status
         if isinstance(event.get("usage"), dict):
             self._usage = event["usage"]
-        if _str(event, "continuation_token") is not None:
-            self._continuation_token = _str(event, "continuation_token")
+        token = _str(event, "continuation_token")
+        if token is not None:
+            self._set_token(token)
+
+    def _set_token(self, token: str) -> None:
+        """RULE E14: a token covers the steps' output so far, not what comes after it."""
+        self._continuation_token = token
+        self._steps.output_after_token = False
 
     def _render(self, closing: bool) -> InteractionResponse:
         diagnostics = list(self._warnings)
@@ -351,6 +359,7 @@ class InteractionsAggregator:
             status=self._status,
             last_event_id=self._last_event_id,
             continuation_token=self._continuation_token,
+            output_after_token=self._steps.output_after_token,
             interaction=_deep_copy(self._interaction),
             usage=_deep_copy(self._usage),
             error=_deep_copy(self._error),

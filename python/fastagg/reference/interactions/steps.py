@@ -158,6 +158,8 @@ class _Steps:
         self._by_index: dict[int, _Step] = {}
         self._warnings = warnings  # the aggregator's list: diagnostics stay in order
         self._live = live  # deltas are wanted (the aggregator's ``deltas`` option)
+        # E14: a step event came after the latest continuation token (the aggregator clears it).
+        self.output_after_token = False
 
     def event(self, n: int, kind: str, event: JSONObject, deltas: list[Delta]) -> JSONObject | None:
         """Fold step event number ``n``; return the usage it carried, if any."""
@@ -174,6 +176,7 @@ class _Steps:
             step = _Step(dict(value) if isinstance(value, dict) else {})
             self._call_start(step, index, deltas)
             self._by_index[index] = step
+            self.output_after_token = True  # E14
             return None
         if kind == "step.delta":
             return self._delta(n, index, event, deltas)
@@ -181,6 +184,7 @@ class _Steps:
         usage = event.get("usage")
         step = self._by_index[index]
         if not step.stopped:
+            self.output_after_token = True  # E14
             err = step.stop()
             if err is not None:
                 self._warnings.append(_diagnostic("ix_bad_arguments", step=index, reason=err))
@@ -207,6 +211,7 @@ class _Steps:
             return usage
         args: list[tuple[str, JSONValue]] = []
         text, long_path, problem = step.apply(dtype, delta, self._live, args)
+        self.output_after_token = True  # E14
         if long_path and step.parser is not None and not step.parser.long_path_warned:
             step.parser.long_path_warned = True
             self._warnings.append(_diagnostic("ix_long_arg_path", step=index))

@@ -8,10 +8,28 @@ use serde_json::{Map, Value};
 use super::calls::StreamedCall;
 use super::merge::{merge_citations, shape};
 use super::{CandidateResult, Delta, State};
-use crate::event::{CandidateIn, Shaped};
+use crate::event::{CandidateIn, PartIn, Shaped};
 
 /// Candidate indices must be below this (E7).
 pub(super) const MAX_CANDIDATE_INDEX: u64 = 1 << 31;
+
+/// What the candidate-0 objects of one event brought (E14).
+#[derive(Debug, Default)]
+pub(super) struct Checkpoint {
+    /// A part that is kept or extends a text run (not dropped by P2, P6, E7).
+    pub(super) output: bool,
+    /// A non-empty string `continuationToken`.
+    pub(super) token: Option<String>,
+}
+
+/// E14: output is a part the candidate keeps or extends a run with.
+fn is_output(part: &Shaped<PartIn<'_>>) -> bool {
+    match part {
+        Shaped::Expected(PartIn::Plain { text, .. }) => !text.is_empty(),
+        Shaped::Expected(PartIn::Object(part)) => !part.is_empty(),
+        Shaped::Null | Shaped::Other(_) => false,
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum PartKind {
@@ -165,6 +183,7 @@ impl State {
         j: usize,
         candidate: Shaped<CandidateIn<'_>>,
         deltas: &mut Vec<Delta>,
+        mark: &mut Checkpoint,
     ) {
         let Shaped::Expected(cand) = candidate else {
             self.warn(shape(event, &format!("candidates[{j}]"), "an object"));
@@ -191,6 +210,7 @@ impl State {
                 None | Some(Shaped::Null) => {}
                 Some(Shaped::Expected(parts)) => {
                     for (p, part) in parts.into_iter().enumerate() {
+                        mark.output |= index == 0 && is_output(&part);
                         self.apply_part(event, j, p, pos, part, deltas);
                     }
                 }
@@ -224,9 +244,29 @@ impl State {
                 self.candidates[pos].finish_message = Some(message);
             }
         }
-        for (key, value) in cand.rest {
+        self.apply_candidate_keys(event, j, pos, cand.rest, mark);
+    }
+
+    /// E5, E9, E14: the other keys of a candidate object, in arrival order.
+    fn apply_candidate_keys(
+        &mut self,
+        event: u64,
+        j: usize,
+        pos: usize,
+        rest: Map<String, Value>,
+        mark: &mut Checkpoint,
+    ) {
+        let index = self.candidates[pos].index;
+        for (key, value) in rest {
             if value.is_null() {
                 continue;
+            }
+            if index == 0 && key == "continuationToken" {
+                if let Value::String(token) = &value {
+                    if !token.is_empty() {
+                        mark.token = Some(token.clone());
+                    }
+                }
             }
             if key == "citationMetadata" {
                 match value {

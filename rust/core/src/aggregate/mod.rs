@@ -20,7 +20,7 @@ use crate::error::MalformedStream;
 use crate::event::{event_from_map, parse_event, EventIn, Fields, ParseError, Shaped};
 use crate::framing::{BodyFramer, Frame};
 
-use candidate::CandidateState;
+use candidate::{CandidateState, Checkpoint};
 use merge::{merge_fields, response_id_change, set_last, shape};
 pub use render::{cj, py_float_repr, q};
 pub use response::{content_value, CallRef, CandidateResult, Response};
@@ -173,6 +173,9 @@ struct State {
     create_time: Option<Value>,
     prompt_feedback: Option<Value>,
     error: Option<Value>,
+    /// E14: candidate 0's latest token, and output in an event after it.
+    continuation_token: Option<String>,
+    output_after_token: bool,
     warnings: Warnings,
     truncated: bool,
     events_seen: u64,
@@ -206,6 +209,8 @@ impl Aggregator {
                 create_time: None,
                 prompt_feedback: None,
                 error: None,
+                continuation_token: None,
+                output_after_token: false,
                 warnings: Warnings::default(),
                 truncated: false,
                 events_seen: 0,
@@ -447,8 +452,15 @@ impl State {
             // RULE E2: a payload without candidates is normal (metadata-only chunks).
             None | Some(Shaped::Null) => {}
             Some(Shaped::Expected(items)) => {
+                let mut mark = Checkpoint::default();
                 for (j, candidate) in items.into_iter().enumerate() {
-                    self.apply_candidate(event, j, candidate, deltas);
+                    self.apply_candidate(event, j, candidate, deltas, &mut mark);
+                }
+                // RULE E14: a token covers the output of its own event, not of later ones.
+                self.output_after_token |= mark.output;
+                if let Some(token) = mark.token {
+                    self.continuation_token = Some(token);
+                    self.output_after_token = false;
                 }
             }
             Some(Shaped::Other(_)) => self.warn(shape(event, "candidates", "a list")),

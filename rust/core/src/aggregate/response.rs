@@ -33,6 +33,11 @@ pub struct Response {
     pub create_time: Option<Value>,
     pub prompt_feedback: Option<Value>,
     pub error: Option<Value>,
+    /// E14: the latest non-empty `continuationToken` of candidate 0.
+    pub continuation_token: Option<String>,
+    /// E14: candidate 0 got output in an event after the one that carried
+    /// `continuation_token` (any output at all when no token came).
+    pub output_after_token: bool,
     pub complete: bool,
     pub truncated: bool,
     /// X3: what was skipped, repaired or dropped, in order.
@@ -197,6 +202,8 @@ impl State {
             create_time: self.create_time.clone(),
             prompt_feedback: self.prompt_feedback.clone(),
             error: self.error.clone(),
+            continuation_token: self.continuation_token.clone(),
+            output_after_token: self.output_after_token,
             complete,
             truncated: self.truncated,
             diagnostics: self.warnings.render(),

@@ -389,3 +389,40 @@ proptest! {
         prop_assert_eq!(&off_result, &result);
     }
 }
+
+#[test]
+fn e14_a_token_covers_its_own_event_and_not_later_output() {
+    let text = |s: &str| json!({"text": s});
+    let with_token = |part: Value, token: &str| json!({"candidates": [{"content": {"parts": [part]}, "continuationToken": token}]});
+    let plain = |part: Value| json!({"candidates": [{"content": {"parts": [part]}}]});
+    let (covered, _) = run(&[plain(text("a")), with_token(text("b"), "c1")]);
+    assert_eq!(
+        (
+            covered.continuation_token.as_deref(),
+            covered.output_after_token
+        ),
+        (Some("c1"), false)
+    );
+    let (after, _) = run(&[with_token(text("a"), "c1"), plain(text("b"))]);
+    assert_eq!(
+        (
+            after.continuation_token.as_deref(),
+            after.output_after_token
+        ),
+        (Some("c1"), true)
+    );
+    // P2/P6 drop these parts: they are no output; an empty token is no token.
+    let (dropped, _) = run(&[
+        with_token(text("a"), "c1"),
+        plain(text("")),
+        plain(json!({})),
+        with_token(text(""), ""),
+    ]);
+    assert_eq!(
+        (
+            dropped.continuation_token.as_deref(),
+            dropped.output_after_token
+        ),
+        (Some("c1"), false)
+    );
+}

@@ -31,6 +31,9 @@ pub struct IxResponse {
     pub status: Option<String>,
     pub last_event_id: Option<String>,
     pub continuation_token: Option<String>,
+    /// E14: a step event came after the one that set `continuation_token`
+    /// (any step event at all when none did).
+    pub output_after_token: bool,
     pub interaction: Map<String, Value>,
     pub usage: Option<Value>,
     pub error: Option<Value>,
@@ -88,6 +91,7 @@ struct State {
     status: Option<String>,
     last_event_id: Option<String>,
     continuation_token: Option<String>,
+    output_after_token: bool,
     usage: Option<Value>,
     error: Option<Value>,
     complete: bool,
@@ -423,7 +427,7 @@ impl State {
                 self.usage = Some(u.clone());
             }
             if let Some(t) = str_of(obj, "continuation_token") {
-                self.continuation_token = Some(t.to_owned());
+                self.set_token(t);
             }
         }
         if completed {
@@ -462,8 +466,14 @@ impl State {
             self.usage = Some(u.clone());
         }
         if let Some(t) = str_of(map, "continuation_token") {
-            self.continuation_token = Some(t.to_owned());
+            self.set_token(t);
         }
+    }
+
+    /// RULE E14: a token covers the steps' output so far, not what comes after it.
+    fn set_token(&mut self, token: &str) {
+        self.continuation_token = Some(token.to_owned());
+        self.output_after_token = false;
     }
 
     /// RULE I9: step events are routed by their index.
@@ -507,6 +517,7 @@ impl State {
         let step = Step::new(value);
         self.call_start(&step, index as usize, deltas);
         self.steps.insert(index, step);
+        self.output_after_token = true; // E14
     }
 
     /// RULE I12: a typed delta extends an open step.
@@ -546,6 +557,7 @@ impl State {
             return;
         }
         let applied = step.apply(dtype, delta, live);
+        self.output_after_token = true; // E14
         if applied.long_path {
             if let Some(parser) = step.parser.as_mut() {
                 if !parser.long_path_warned {
@@ -596,6 +608,7 @@ impl State {
         if step.stopped {
             return;
         }
+        self.output_after_token = true; // E14
         if let Some(err) = step.stop() {
             self.warnings.push(Diagnostic::IxBadArguments {
                 step: index,
@@ -649,6 +662,7 @@ impl State {
             status: self.status.clone(),
             last_event_id: self.last_event_id.clone(),
             continuation_token: self.continuation_token.clone(),
+            output_after_token: self.output_after_token,
             interaction: self.interaction.clone(),
             usage: self.usage.clone(),
             error: self.error.clone(),

@@ -348,3 +348,24 @@ proptest! {
         prop_assert_eq!(q, "d\u{e9}j\u{e0} \u{1F600} \"vu\"");
     }
 }
+
+#[test]
+fn e14_step_events_after_the_latest_token_are_not_covered() {
+    let status = "event: interaction.status_update\ndata: {\"event_type\":\"interaction.status_update\",\"status\":\"in_progress\",\"continuation_token\":\"c1\"}\n\n";
+    let start = "data: {\"event_type\":\"step.start\",\"index\":0,\"step\":{\"type\":\"model_output\"}}\n\n";
+    let delta = "data: {\"event_type\":\"step.delta\",\"index\":0,\"delta\":{\"type\":\"text\",\"text\":\"x\"}}\n\n";
+    let covered = format!("{start}{delta}{status}");
+    let (_, r) = run(&[covered.as_bytes()]);
+    assert_eq!(
+        (r.continuation_token.as_deref(), r.output_after_token),
+        (Some("c1"), false)
+    );
+    let after = format!("{start}{status}{delta}");
+    let (_, r) = run(&[after.as_bytes()]);
+    assert_eq!(
+        (r.continuation_token.as_deref(), r.output_after_token),
+        (Some("c1"), true)
+    );
+    let (_, r) = run(&[start.as_bytes()]);
+    assert_eq!((r.continuation_token, r.output_after_token), (None, true));
+}
