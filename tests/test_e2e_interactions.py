@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from fastagg import GeminiClient
 from fastagg.events import Lifecycle
 from fastagg.limits import StopReason
@@ -257,3 +259,27 @@ async def test_l56_continuation_without_a_token_is_length() -> None:
         "length",
         0,
     )
+
+
+async def test_i22_a_vertex_project_turn_runs_on_its_interactions_path() -> None:
+    credentials = pytest.importorskip("google.oauth2.credentials")
+    async with FakeGemini([], interactions=[CALLS, ANSWER]) as server:
+        model = GeminiClient(
+            "gemini-3.8-flash",
+            vertex=True,
+            project="p",
+            location="europe-west4",
+            credentials=credentials.Credentials(token="tok-1"),
+            base_url=server.url,
+            api="interactions",
+        )
+        async with model:
+            result = await run_turn(model, USER, tools=[get_weather])
+        records = server.interactions.records  # type: ignore[union-attr]
+    assert (result.stop_reason, result.text) == (
+        StopReason.COMPLETED,
+        "Paris: 18 C, clear. London: 12 C, rain.",
+    )
+    path = "/v1beta1/projects/p/locations/europe-west4/interactions"
+    assert [(method, p) for method, p, _, _ in records] == [("POST", path), ("POST", path)]
+    assert records[1][3]["previous_interaction_id"] == "v1_fake1"
