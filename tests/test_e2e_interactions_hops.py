@@ -13,22 +13,16 @@ from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import run_turn
 from fastagg.testing import FakeGemini, InteractionTurn
 from fastagg.testing.fake_interactions import (
-    arguments_step,
     checkpoint_event,
     error_event,
     text_step,
     thought_step,
 )
+from interactions_turns import ANSWER, CALLS, get_weather
 
 USER = [{"role": "user", "parts": [{"text": "Weather in Paris and London?"}]}]
 INPUT = [{"type": "user_input", "content": [{"type": "text", "text": USER[0]["parts"][0]["text"]}]}]
-WEATHER = {"Paris": "18 C, clear", "London": "12 C, rain"}
 FAST_RETRY = TurnLimits(retry_backoff=0.01, max_retry_backoff=0.02)
-
-
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return WEATHER[city]
 
 
 def client(server: FakeGemini) -> GeminiClient:
@@ -55,20 +49,6 @@ def output_start(index: int, *pieces: str) -> list[dict[str, Any]]:
 
 
 # -- done when: two parallel streamed calls, then the function results -----------------
-
-CALLS = InteractionTurn(
-    [
-        *thought_step(0, "EqQBCqEBAY89a1==", "Checking both cities"),
-        *arguments_step(1, "fc7k2m9q", "get_weather", '{"ci', 'ty":"Pa', 'ris"}'),
-        *arguments_step(2, "q3v8t1xz", "get_weather", '{"city":"Lon', 'don"}'),
-    ],
-    status="requires_action",
-    usage={"total_input_tokens": 52, "total_output_tokens": 24, "total_tokens": 241},
-)
-ANSWER = InteractionTurn(
-    text_step(0, "Paris: 18 C, clear. ", "London: 12 C, rain."),
-    usage={"total_input_tokens": 90, "total_output_tokens": 12, "total_tokens": 102},
-)
 
 
 async def test_i24_done_when_two_streamed_calls_then_their_results_exact() -> None:
