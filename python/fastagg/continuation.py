@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._json import JSONObject
+
 __all__ = ["MAX_HOPS", "MAX_RESUMES", "Hops", "checkpoint_token", "hop_request", "hop_token"]
 
 #: L61: hops of one step attempt at most (the service's own budget ends a real decode sooner).
@@ -47,7 +49,7 @@ def checkpoint_token(result: Any) -> str | None:
     return _token(result)
 
 
-def hop_request(request: Mapping[str, Any], result: Any, token: str) -> dict[str, Any]:
+def hop_request(request: Mapping[str, Any], result: Any, token: str) -> JSONObject:
     """L58: the same request with the token; a stored interaction also names the hop that
     issued it (``previous_interaction_id``), as the service checks."""
     out = {**request, "continuationToken": token}
@@ -79,7 +81,7 @@ class Hops:
         self.text = "".join(s.text for s in segments)
         self.function_calls = [c for s in segments for c in s.function_calls]
         self.warnings = [w for s in segments for w in s.warnings]
-        self.parts: list[dict[str, Any]] = []
+        self.parts: list[JSONObject] = []
         first = 0  # where the segment's first part landed (only a first part can merge)
         for segment in segments:
             for k, part in enumerate(segment.parts):
@@ -92,7 +94,7 @@ class Hops:
         self.interaction_id = getattr(last, "interaction_id", None)
         self._interactions = hasattr(last, "steps")
 
-    def _add(self, part: dict[str, Any]) -> None:
+    def _add(self, part: JSONObject) -> None:
         if self.parts and set(part) <= _PLAIN and set(self.parts[-1]) <= _PLAIN:
             prev = self.parts[-1]
             if bool(prev.get("thought")) == bool(part.get("thought")):
@@ -101,10 +103,10 @@ class Hops:
         self.parts.append(part)
 
     @property
-    def content(self) -> dict[str, Any]:
-        content: dict[str, Any] = {"role": "model", "parts": self.parts}
+    def content(self) -> JSONObject:
+        content: JSONObject = {"role": "model", "parts": self.parts}
         if self._interactions:
-            stored: dict[str, Any] = {"steps": self.steps}
+            stored: JSONObject = {"steps": self.steps}
             if self.interaction_id is not None:
                 stored = {"id": self.interaction_id, **stored}
             content["interaction"] = stored

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from ._json import JSONObject
+
 __all__ = ["InteractionsTurn", "request_body"]
 
 # I25: the string codes of Interactions error events, as the HTTP status and google.rpc
@@ -49,7 +51,7 @@ _LOOP_KEYS = frozenset(
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def request_body(request: Mapping[str, Any]) -> dict[str, Any]:
+def request_body(request: Mapping[str, Any]) -> JSONObject:
     """The Interactions create body for a loop request (I23, I24); ``model``/``stream`` not added."""
     body = {k: v for k, v in request.items() if k not in _LOOP_KEYS}  # I23: verbatim
     contents = request.get("contents") or []
@@ -84,7 +86,7 @@ def request_body(request: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _steps(content: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _steps(content: Mapping[str, Any]) -> list[JSONObject]:
     """The Interactions steps of one transcript content (I24)."""
     parts = [p for p in content.get("parts") or () if isinstance(p, Mapping)]
     if content.get("role") == "model":
@@ -92,8 +94,8 @@ def _steps(content: Mapping[str, Any]) -> list[dict[str, Any]]:
         if isinstance(stored, Mapping) and isinstance(stored.get("steps"), list):
             return list(stored["steps"])  # the model's own steps, verbatim
         return [s for p in parts if (s := _model_step(p)) is not None]
-    steps: list[dict[str, Any]] = []
-    texts: list[dict[str, Any]] = []
+    steps: list[JSONObject] = []
+    texts: list[JSONObject] = []
     for part in parts:
         response = part.get("functionResponse")
         if isinstance(response, Mapping):
@@ -105,7 +107,7 @@ def _steps(content: Mapping[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def _model_step(part: Mapping[str, Any]) -> dict[str, Any] | None:
+def _model_step(part: Mapping[str, Any]) -> JSONObject | None:
     call = part.get("functionCall")
     if isinstance(call, Mapping):
         return {
@@ -117,7 +119,7 @@ def _model_step(part: Mapping[str, Any]) -> dict[str, Any] | None:
     if not isinstance(part.get("text"), str):
         return None
     if part.get("thought") is True:
-        step: dict[str, Any] = {
+        step: JSONObject = {
             "type": "thought",
             "summary": [{"type": "text", "text": part["text"]}],
         }
@@ -127,9 +129,9 @@ def _model_step(part: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"type": "model_output", "content": [{"type": "text", "text": part["text"]}]}
 
 
-def _function_result(response: Mapping[str, Any]) -> dict[str, Any]:
+def _function_result(response: Mapping[str, Any]) -> JSONObject:
     """L26's ``{"output": ...}`` / ``{"error": ...}`` as a ``function_result`` step."""
-    step: dict[str, Any] = {"type": "function_result", "call_id": response.get("id")}
+    step: JSONObject = {"type": "function_result", "call_id": response.get("id")}
     if response.get("name") is not None:
         step["name"] = response["name"]
     answer = response.get("response")
@@ -150,9 +152,9 @@ def _result_value(value: Any) -> Any:
     return orjson.dumps(value).decode()
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+def _tools(tools: Any) -> list[JSONObject]:
     """generateContent ``tools`` as the flat Interactions list (I23)."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for tool in tools or ():
         if not isinstance(tool, Mapping):
             continue
@@ -174,10 +176,10 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _generation_config(config: Any, tool_config: Any) -> dict[str, Any]:
+def _generation_config(config: Any, tool_config: Any) -> JSONObject:
     """``generationConfig`` keys in snake_case, ``thinkingConfig`` flattened, the
     function-calling mode as ``tool_choice`` (I23)."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in config.items() if isinstance(config, Mapping) else ():
         if key == "thinkingConfig" and isinstance(value, Mapping):
             if value.get("thinkingLevel") is not None:
@@ -211,18 +213,18 @@ class InteractionsTurn:
 
     def __init__(self, response: Any) -> None:
         self.response = response
-        self.steps: list[dict[str, Any]] = response.steps
+        self.steps: list[JSONObject] = response.steps
         status = response.status
         # I25: a status the interaction is still in is no finish (a dropped hop says in_progress).
         self.finish_reason: str | None = None if status in _RUNNING else status
         self.text: str = response.text
-        self.usage: dict[str, Any] | None = response.usage
+        self.usage: JSONObject | None = response.usage
         self.warnings: list[str] = response.warnings
         self.interaction_id: str | None = response.interaction_id
         self.continuation_token: str | None = response.continuation_token
         self.output_after_token: bool = response.output_after_token  # E14, read by L80
         self.last_event_id: str | None = response.last_event_id
-        self.parts: list[dict[str, Any]] = []
+        self.parts: list[JSONObject] = []
         part_of: dict[int, int] = {}  # step position -> part index
         for n, step in enumerate(self.steps):
             part = _step_part(step)
@@ -237,18 +239,18 @@ class InteractionsTurn:
             for i in response.unfinished_calls
             if calls
         ]
-        self.function_calls: list[dict[str, Any]] = response.function_calls
+        self.function_calls: list[JSONObject] = response.function_calls
         self.error = _rpc_error(response.error, self.finish_reason)
 
     @property
-    def content(self) -> dict[str, Any]:
-        stored: dict[str, Any] = {"steps": self.steps}
+    def content(self) -> JSONObject:
+        stored: JSONObject = {"steps": self.steps}
         if self.interaction_id is not None:
             stored = {"id": self.interaction_id, **stored}
         return {"role": "model", "parts": self.parts, "interaction": stored}
 
 
-def _step_part(step: Mapping[str, Any]) -> dict[str, Any] | None:
+def _step_part(step: Mapping[str, Any]) -> JSONObject | None:
     """One generateContent part standing for ``step`` (None for server-side tool steps)."""
     kind = step.get("type")
     if kind == "function_call":
@@ -258,7 +260,7 @@ def _step_part(step: Mapping[str, Any]) -> dict[str, Any] | None:
     if kind == "model_output":
         return {"text": _texts(step.get("content"))}
     if kind == "thought":
-        part: dict[str, Any] = {"text": _texts(step.get("summary")), "thought": True}
+        part: JSONObject = {"text": _texts(step.get("summary")), "thought": True}
         if isinstance(step.get("signature"), str):
             part["thoughtSignature"] = step["signature"]
         return part
@@ -273,7 +275,7 @@ def _texts(items: Any) -> str:
     )
 
 
-def _rpc_error(error: Any, status: str | None) -> dict[str, Any] | None:
+def _rpc_error(error: Any, status: str | None) -> JSONObject | None:
     """An Interactions error (string ``code``) in google.rpc form; ``failed`` without one is
     an error too (I25)."""
     if error is None:
@@ -283,7 +285,7 @@ def _rpc_error(error: Any, status: str | None) -> dict[str, Any] | None:
     if not isinstance(error, Mapping):
         return {"message": str(error)}
     code = error.get("code")
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     if isinstance(code, str):
         if code.lower() in _ERROR_CODES:
             out["code"] = _ERROR_CODES[code.lower()]
