@@ -12,3 +12,4 @@ pub mod event;
 pub mod framing;
 pub mod interactions;
 pub mod json_path;
+pub mod scan;

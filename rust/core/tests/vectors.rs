@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use fastagg_core::aggregate::{Aggregator, Options};
+use fastagg_core::aggregate::{Aggregator, CandidateResult, Options};
 use fastagg_core::diagnostics::{Diagnostic, Field};
 use fastagg_core::error::MalformedStream;
 use fastagg_core::interactions::IxAggregator;
@@ -178,7 +178,7 @@ fn run_classic(pieces: &[&[u8]], opts: Options) -> Map<String, Value> {
     let (events_seen, bytes_seen) = (agg.events_seen(), agg.bytes_seen());
     let first = res.first();
     let mut out = Map::new();
-    let parts = first.map(|c| c.parts.clone()).unwrap_or_default();
+    let parts = first.map(CandidateResult::part_values).unwrap_or_default();
     out.insert("parts".into(), Value::Array(parts));
     let calls = first
         .map(|c| c.function_calls().map(|f| f.to_value()).collect())

@@ -217,7 +217,7 @@ fn run(pieces: &[&[u8]]) -> String {
     // P5: every signature is on one part at most.
     let mut seen = std::collections::HashSet::new();
     for cand in &result.candidates {
-        for p in &cand.parts {
+        for p in cand.part_values() {
             if let Some(Value::String(s)) = p.get("thoughtSignature") {
                 assert!(seen.insert(s.clone()), "P5: signature {s} on two parts");
             }

@@ -1,5 +1,6 @@
 //! JSON values and bytes between Rust and Python (D1 value shapes, F10 depth).
 
+use fastagg_core::aggregate::Part;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -30,6 +31,23 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
             stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || map_to_py(py, map))?.into_any()
         }
     })
+}
+
+/// One part of a result (R7): a text run's dict built directly, a part kept
+/// as JSON text built from that text, any other part from its tree.
+pub(crate) fn part_to_py<'py>(py: Python<'py>, part: &Part) -> PyResult<Bound<'py, PyAny>> {
+    match part {
+        Part::Text { text, thought } => {
+            let dict = PyDict::new(py);
+            dict.set_item(intern!(py, "text"), PyString::new(py, text))?;
+            if *thought {
+                dict.set_item(intern!(py, "thought"), true)?;
+            }
+            Ok(dict.into_any())
+        }
+        Part::Raw(_) => to_py(py, &part.to_value()),
+        Part::Value(value) => to_py(py, value),
+    }
 }
 
 pub(crate) fn map_to_py<'py>(

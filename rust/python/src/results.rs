@@ -10,7 +10,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 
-use crate::convert::{map_to_py, opt_to_py, to_py};
+use crate::convert::{map_to_py, opt_to_py, part_to_py, to_py};
 use crate::errors::diagnostics_to_py;
 
 /// R6: the value in `cell`, built by `make` on the first read.
@@ -68,7 +68,7 @@ impl Candidate {
         let parts = self.parts.get_or_try_init(py, || {
             let list = PyList::empty(py);
             for part in self.data().map_or(&[][..], |c| &c.parts) {
-                list.append(to_py(py, part)?)?;
+                list.append(part_to_py(py, part)?)?;
             }
             Ok::<_, PyErr>(list.unbind())
         })?;

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::candidate::{CandidateState, PartKind, Slot};
+use super::candidate::{CandidateState, Kept, PartKind, Slot};
 use super::merge::shape;
-use super::response::{call_dict, call_ref};
+use super::response::{call_dict, Args};
 use super::{Delta, State};
 use crate::diagnostics::Diagnostic;
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
@@ -107,19 +107,19 @@ impl State {
         if streamed {
             self.apply_streamed_chunk(at, pos, part, deltas);
         } else {
-            self.apply_complete_call(at, pos, part, deltas);
+            self.apply_complete_call(at, pos, Kept::Tree(part), deltas);
         }
     }
 
     /// C1, C11: a complete call part is kept as it is; C15 without a name.
-    fn apply_complete_call(
+    pub(super) fn apply_complete_call(
         &mut self,
         at: At,
         pos: usize,
-        part: Map<String, Value>,
+        part: Kept,
         deltas: &mut Vec<Delta>,
     ) {
-        let info = call_ref(part.get("functionCall"));
+        let info = part.call();
         if info.name.is_none() {
             // RULE C15: a call nobody can answer is not replayed.
             self.warn(Diagnostic::NamelessCall {
@@ -128,8 +128,7 @@ impl State {
                 call_id: info.id.map(str::to_owned),
                 args: info
                     .args
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(Map::new())),
+                    .map_or_else(|| Value::Object(Map::new()), Args::to_value),
             });
             return;
         }
@@ -160,7 +159,7 @@ impl State {
     }
 
     /// C2-C6, C9: a streamed chunk routed to its call, which it extends or closes.
-    fn apply_streamed_chunk(
+    pub(super) fn apply_streamed_chunk(
         &mut self,
         at: At,
         pos: usize,

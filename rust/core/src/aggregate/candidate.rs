@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::calls::StreamedCall;
 use super::merge::{merge_citations, shape};
+use super::response::{call_ref, CallRef, Part, RawPart};
 use super::{CandidateResult, Delta, State};
 use crate::event::{CandidateIn, PartIn, Shaped};
 
@@ -26,6 +27,7 @@ pub(super) struct Checkpoint {
 fn is_output(part: &Shaped<PartIn<'_>>) -> bool {
     match part {
         Shaped::Expected(PartIn::Plain { text, .. }) => !text.is_empty(),
+        Shaped::Expected(PartIn::Raw(part)) => !part.empty,
         Shaped::Expected(PartIn::Object(part)) => !part.is_empty(),
         Shaped::Null | Shaped::Other(_) => false,
     }
@@ -46,12 +48,42 @@ pub(super) enum Slot {
     /// A merged run of plain text parts (P1).
     Run { text: String, thought: bool },
     /// A part kept byte-exact (P3, P4, complete calls).
-    Kept {
-        part: Map<String, Value>,
-        kind: PartKind,
-    },
+    Kept { part: Kept, kind: PartKind },
     /// A streamed call, by its index in `CandidateState::calls` (C3).
     Streamed(usize),
+}
+
+/// A part kept as it came.
+#[derive(Debug, Clone)]
+pub(super) enum Kept {
+    /// R7: its JSON text; `text` is a P3 part's text.
+    Raw { part: RawPart, text: Option<String> },
+    /// A part of a `feed_chunk()` object.
+    Tree(Map<String, Value>),
+}
+
+impl Kept {
+    pub(super) fn text(&self) -> Option<&str> {
+        match self {
+            Self::Raw { text, .. } => text.as_deref(),
+            Self::Tree(part) => part.get("text").and_then(Value::as_str),
+        }
+    }
+
+    /// C11: the call of a function-call part.
+    pub(super) fn call(&self) -> CallRef<'_> {
+        match self {
+            Self::Raw { part, .. } => part.call_ref(),
+            Self::Tree(part) => call_ref(part.get("functionCall")),
+        }
+    }
+
+    fn into_part(self) -> Part {
+        match self {
+            Self::Raw { part, .. } => Part::Raw(part),
+            Self::Tree(part) => Part::Value(Value::Object(part)),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -107,24 +139,19 @@ impl CandidateState {
             match slot {
                 Slot::Run { text, thought } => {
                     push_text(&mut out, &text, thought);
-                    let mut part = Map::new();
-                    part.insert("text".into(), Value::String(text));
-                    if thought {
-                        part.insert("thought".into(), Value::Bool(true));
-                    }
-                    out.parts.push(Value::Object(part));
+                    out.parts.push(Part::Text { text, thought });
                 }
                 Slot::Kept { part, kind } => {
                     match kind {
                         PartKind::Text { thought } => {
-                            if let Some(Value::String(text)) = part.get("text") {
+                            if let Some(text) = part.text() {
                                 push_text(&mut out, text, thought);
                             }
                         }
                         PartKind::Call => out.call_parts.push(out.parts.len()),
                         PartKind::Other => {}
                     }
-                    out.parts.push(Value::Object(part));
+                    out.parts.push(part.into_part());
                 }
                 Slot::Streamed(k) => {
                     let Some(call) = calls.get_mut(k).and_then(Option::take) else {
@@ -136,7 +163,7 @@ impl CandidateState {
                             out.unfinished_calls.push(out.parts.len());
                         }
                         out.call_parts.push(out.parts.len());
-                        out.parts.push(part);
+                        out.parts.push(Part::Value(part));
                     }
                 }
             }

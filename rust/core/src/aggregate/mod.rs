@@ -23,7 +23,9 @@ use crate::framing::{BodyFramer, Frame};
 use candidate::{CandidateState, Checkpoint};
 use merge::{merge_fields, response_id_change, set_last, shape};
 pub use render::{cj, py_float_repr, q};
-pub use response::{content_value, CallRef, CandidateResult, Response};
+pub use response::{
+    content_value, Args, CallRef, CandidateResult, Part, RawCall, RawPart, Response,
+};
 
 /// The largest `max_array_index` accepted (D2b).
 pub const MAX_ARRAY_INDEX_CAP: usize = (1 << 31) - 1;

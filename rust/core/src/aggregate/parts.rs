@@ -5,10 +5,11 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::calls::At;
-use super::candidate::{CandidateState, PartKind, Slot};
+use super::candidate::{CandidateState, Kept, PartKind, Slot};
 use super::merge::shape;
+use super::response::{RawCall, RawPart};
 use super::{Delta, State};
-use crate::event::{PartIn, Shaped};
+use crate::event::{part_tree, PartIn, RawPartIn, Shaped};
 
 impl State {
     pub(super) fn apply_part(
@@ -25,6 +26,10 @@ impl State {
         let part = match part {
             Shaped::Expected(PartIn::Plain { text, thought }) => {
                 self.candidates[pos].append_text(text, thought, want_deltas, deltas);
+                return;
+            }
+            Shaped::Expected(PartIn::Raw(part)) => {
+                self.apply_raw_part(At { event, j, p }, pos, part, want_deltas, deltas);
                 return;
             }
             Shaped::Expected(PartIn::Object(part)) => part,
@@ -52,27 +57,84 @@ impl State {
             },
             _ => PartKind::Other,
         };
-        let cand = &mut self.candidates[pos];
-        cand.run = None;
-        let slot = cand.slots.len();
-        if let (PartKind::Text { thought }, Some(Value::String(text))) = (kind, part.get("text")) {
+        self.candidates[pos].keep_part(Kept::Tree(part), kind, want_deltas, deltas);
+    }
+
+    /// R7: a part kept as its JSON text; only a streamed call chunk is
+    /// made a tree, to be applied to its call (C3).
+    fn apply_raw_part(
+        &mut self,
+        at: At,
+        pos: usize,
+        raw: RawPartIn<'_>,
+        want_deltas: bool,
+        deltas: &mut Vec<Delta>,
+    ) {
+        if raw.empty {
+            return; // P6
+        }
+        if let Some(call) = raw.call {
+            if call.streamed {
+                self.apply_streamed_chunk(at, pos, part_tree(raw.json), deltas);
+            } else {
+                let call = RawCall {
+                    id: call.id.map(Cow::into_owned),
+                    name: call.name.map(Cow::into_owned),
+                    args: call.args,
+                };
+                let part = RawPart {
+                    json: raw.json.into(),
+                    call: Some(call),
+                };
+                self.apply_complete_call(at, pos, Kept::Raw { part, text: None }, deltas);
+            }
+            return;
+        }
+        // P3, unless a `functionCall` that is not an object makes it P4 (P7).
+        let (kind, text) = match raw.text {
+            Some(text) if !raw.has_call_key => (
+                PartKind::Text {
+                    thought: raw.thought,
+                },
+                Some(text.into_owned()),
+            ),
+            _ => (PartKind::Other, None),
+        };
+        let part = RawPart {
+            json: raw.json.into(),
+            call: None,
+        };
+        self.candidates[pos].keep_part(Kept::Raw { part, text }, kind, want_deltas, deltas);
+    }
+}
+
+impl CandidateState {
+    /// A part kept as it came, after the text run it ends (P1).
+    fn keep_part(
+        &mut self,
+        part: Kept,
+        kind: PartKind,
+        want_deltas: bool,
+        deltas: &mut Vec<Delta>,
+    ) {
+        self.run = None;
+        let slot = self.slots.len();
+        if let (PartKind::Text { thought }, Some(text)) = (kind, part.text()) {
             if !text.is_empty() {
-                cand.visible |= !thought; // R5
+                self.visible |= !thought; // R5
                 if want_deltas {
                     deltas.push(Delta::Text {
-                        candidate: cand.index,
+                        candidate: self.index,
                         index: slot,
-                        text: text.clone(),
+                        text: text.to_owned(),
                         thought,
                     });
                 }
             }
         }
-        cand.slots.push(Slot::Kept { part, kind });
+        self.slots.push(Slot::Kept { part, kind });
     }
-}
 
-impl CandidateState {
     pub(super) fn append_text(
         &mut self,
         text: Cow<'_, str>,

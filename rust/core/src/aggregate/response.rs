@@ -6,12 +6,13 @@ use serde_json::{Map, Value};
 use super::candidate::CandidateState;
 use super::State;
 use crate::diagnostics::Diagnostic;
+use crate::scan::Scanner;
 
 /// One candidate of the result (api.md `Candidate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateResult {
     pub index: u32,
-    pub parts: Vec<Value>,
+    pub parts: Vec<Part>,
     pub text: String,
     pub thought_text: String,
     /// Indices into `parts` of the function-call parts (C11), in part order.
@@ -85,13 +86,114 @@ impl Response {
     }
 }
 
+/// One part of a result (R7): a merged text run, a part kept as the JSON
+/// text it came as, or a part the aggregator built (a streamed call, a part
+/// of a `feed_chunk()` object).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// A merged run of plain text parts (P1).
+    Text {
+        text: String,
+        thought: bool,
+    },
+    /// A part kept as received (P3, P4, complete calls).
+    Raw(RawPart),
+    Value(Value),
+}
+
+/// A part's JSON text as it arrived (validated strictly, R8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawPart {
+    pub json: Box<str>,
+    /// What C11 reads, for a function-call part.
+    pub call: Option<RawCall>,
+}
+
+/// C11 of a function-call part kept as text.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawCall {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// Where the `args` object is in the part's text.
+    pub args: Option<(usize, usize)>,
+}
+
+impl Part {
+    /// The part as a tree.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Text { text, thought } => {
+                let mut part = Map::new();
+                part.insert("text".into(), Value::String(text.clone()));
+                if *thought {
+                    part.insert("thought".into(), Value::Bool(true));
+                }
+                Value::Object(part)
+            }
+            Self::Raw(raw) => json_value(&raw.json),
+            Self::Value(value) => value.clone(),
+        }
+    }
+
+    /// C11: the call of a function-call part.
+    #[must_use]
+    pub fn call(&self) -> CallRef<'_> {
+        match self {
+            Self::Raw(raw) => raw.call_ref(),
+            Self::Value(part) => call_ref(part.get("functionCall")),
+            Self::Text { .. } => call_ref(None),
+        }
+    }
+}
+
+impl RawPart {
+    /// C11: the call of a function-call part.
+    #[must_use]
+    pub fn call_ref(&self) -> CallRef<'_> {
+        let Some(call) = &self.call else {
+            return call_ref(None);
+        };
+        CallRef {
+            id: call.id.as_deref(),
+            name: call.name.as_deref(),
+            args: call
+                .args
+                .and_then(|(start, end)| self.json.get(start..end))
+                .map(Args::Json),
+        }
+    }
+}
+
+/// The tree of JSON text that was validated when it arrived.
+pub(super) fn json_value(json: &str) -> Value {
+    Scanner::new(json).value().unwrap_or(Value::Null)
+}
+
+/// A call's arguments object, as a tree or as its JSON text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Args<'a> {
+    Value(&'a Value),
+    Json(&'a str),
+}
+
+impl Args<'_> {
+    #[must_use]
+    pub fn to_value(self) -> Value {
+        match self {
+            Self::Value(v) => v.clone(),
+            Self::Json(json) => json_value(json),
+        }
+    }
+}
+
 /// One entry of `function_calls` (C11), borrowed from its part.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CallRef<'a> {
     pub id: Option<&'a str>,
     pub name: Option<&'a str>,
     /// None stands for `{}` (no args object on the part).
-    pub args: Option<&'a Value>,
+    pub args: Option<Args<'a>>,
 }
 
 impl CallRef<'_> {
@@ -102,8 +204,7 @@ impl CallRef<'_> {
             self.id.map(str::to_owned),
             self.name.map(str::to_owned),
             self.args
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new())),
+                .map_or_else(|| Value::Object(Map::new()), Args::to_value),
         )
     }
 }
@@ -114,7 +215,10 @@ pub(super) fn call_ref(fc: Option<&Value>) -> CallRef<'_> {
     CallRef {
         id: fc.and_then(|fc| fc.get("id")).and_then(Value::as_str),
         name: fc.and_then(|fc| fc.get("name")).and_then(Value::as_str),
-        args: fc.and_then(|fc| fc.get("args")).filter(|a| a.is_object()),
+        args: fc
+            .and_then(|fc| fc.get("args"))
+            .filter(|a| a.is_object())
+            .map(Args::Value),
     }
 }
 
@@ -124,12 +228,18 @@ impl CandidateResult {
         self.call_parts
             .iter()
             .filter_map(|&i| self.parts.get(i))
-            .map(|part| call_ref(part.get("functionCall")))
+            .map(Part::call)
+    }
+
+    /// The parts as trees.
+    #[must_use]
+    pub fn part_values(&self) -> Vec<Value> {
+        self.parts.iter().map(Part::to_value).collect()
     }
 
     #[must_use]
     pub fn content(&self) -> Value {
-        content_value(self.parts.clone())
+        content_value(self.part_values())
     }
 
     pub(super) fn to_value(&self) -> Value {

@@ -80,7 +80,7 @@ fn p1_text_runs_merge_and_p3_signed_parts_stay_apart() {
         .cloned()
         .unwrap_or_else(CandidateResult::new_empty);
     assert_eq!(
-        first.parts,
+        first.part_values(),
         vec![
             json!({"text": "ab", "thought": true}),
             json!({"text": "c"}),
@@ -121,7 +121,7 @@ fn c2_path_affinity_routes_fragments_without_ids() {
         .cloned()
         .unwrap_or_else(CandidateResult::new_empty);
     assert_eq!(
-        first.parts,
+        first.part_values(),
         vec![
             json!({"functionCall": {"name": "a", "args": {"x": "PR"}}}),
             json!({"functionCall": {"name": "b", "args": {"y": "Q"}}}),

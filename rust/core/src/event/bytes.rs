@@ -1,0 +1,249 @@
+//! A payload read by one strict scan (R8): the levels the aggregator walks
+//! are read into typed fields, everything else is skipped, validated, and
+//! never built.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::{
+    CallPeek, CandidateIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn, RawPartIn,
+    Shaped, TextOrValue,
+};
+use crate::scan::{Scan, Scanner};
+
+/// Parses one payload. F10's order: invalid UTF-8 anywhere first, then
+/// invalid JSON, then a value that is not an object.
+pub fn parse_event(data: &[u8]) -> Result<EventIn<'_>, ParseError> {
+    let text = std::str::from_utf8(data).map_err(|_| ParseError::InvalidUtf8)?;
+    let mut s = Scanner::new(text);
+    let event = if s.peek() == Some(b'{') {
+        read_event(&mut s).map(Some)
+    } else {
+        s.skip_value().map(|()| None)
+    };
+    match event {
+        Ok(event) if s.at_end() => event.ok_or(ParseError::NotAnObject),
+        _ => Err(ParseError::InvalidJson),
+    }
+}
+
+fn read_event<'a>(s: &mut Scanner<'a>) -> Scan<EventIn<'a>> {
+    let mut out = EventIn::default();
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        match key.as_ref() {
+            "error" => out.error = Some(s.value()?),
+            "candidates" => out.candidates = Some(items(s, read_candidate)?),
+            "usageMetadata" => out.usage = Some(shaped(s, read_fields)?),
+            "modelVersion" => out.model_version = Some(text_or_value(s)?),
+            "responseId" => out.response_id = Some(text_or_value(s)?),
+            "createTime" => out.create_time = Some(text_or_value(s)?),
+            "promptFeedback" => out.prompt_feedback = Some(text_or_value(s)?),
+            _ => s.skip_value()?,
+        }
+    }
+    Ok(out)
+}
+
+/// An object read by `read`; null, or any other value kept as it is.
+fn shaped<'a, T>(
+    s: &mut Scanner<'a>,
+    read: impl FnOnce(&mut Scanner<'a>) -> Scan<T>,
+) -> Scan<Shaped<T>> {
+    if s.peek() == Some(b'{') {
+        return read(s).map(Shaped::Expected);
+    }
+    other(s)
+}
+
+/// A value off the expected shape: null, or kept as it is.
+fn other<T>(s: &mut Scanner<'_>) -> Scan<Shaped<T>> {
+    Ok(match s.value()? {
+        Value::Null => Shaped::Null,
+        value => Shaped::Other(value),
+    })
+}
+
+/// A list of objects, each read by `read`; null, or any other value kept.
+fn items<'a, T>(
+    s: &mut Scanner<'a>,
+    read: impl Fn(&mut Scanner<'a>) -> Scan<T>,
+) -> Scan<Shaped<Items<T>>> {
+    if s.peek() != Some(b'[') {
+        return other(s);
+    }
+    s.begin_array()?;
+    let mut out = Items::new();
+    let mut first = true;
+    while s.next_item(&mut first)? {
+        out.push(shaped(s, &read)?);
+    }
+    Ok(Shaped::Expected(out))
+}
+
+fn text_or_value<'a>(s: &mut Scanner<'a>) -> Scan<TextOrValue<'a>> {
+    if s.peek() == Some(b'"') {
+        s.string().map(TextOrValue::Text)
+    } else {
+        s.value().map(TextOrValue::Value)
+    }
+}
+
+fn read_candidate<'a>(s: &mut Scanner<'a>) -> Scan<CandidateIn<'a>> {
+    let mut out = CandidateIn::default();
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        match key.as_ref() {
+            "index" => out.index = Some(s.value()?),
+            "content" => out.content = Some(shaped(s, read_content)?),
+            "finishReason" => out.finish_reason = Some(s.value()?),
+            "finishMessage" => out.finish_message = Some(s.value()?),
+            _ => {
+                let value = s.value()?;
+                out.rest.insert(key.into_owned(), value);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn read_fields<'a>(s: &mut Scanner<'a>) -> Scan<Fields<'a>> {
+    let mut out = Fields::default();
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        let value = s.value()?;
+        out.0.push((key, value));
+    }
+    Ok(out)
+}
+
+fn read_content<'a>(s: &mut Scanner<'a>) -> Scan<ContentIn<'a>> {
+    let mut out = ContentIn::default();
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        if key == "parts" {
+            out.parts = Some(items(s, read_part)?);
+        } else {
+            s.skip_value()?;
+        }
+    }
+    Ok(out)
+}
+
+/// A part: plain text (P8) or its JSON text with what the aggregator reads.
+fn read_part<'a>(s: &mut Scanner<'a>) -> Scan<PartIn<'a>> {
+    let start = s.position();
+    let mut part = RawPartIn {
+        json: "",
+        empty: true,
+        text: None,
+        thought: false,
+        has_call_key: false,
+        call: None,
+    };
+    // Every entry so far is a string `text` or a boolean `thought`.
+    let mut plain = true;
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        part.empty = false;
+        let next = s.peek();
+        match (key.as_ref(), next) {
+            ("text", Some(b'"')) => part.text = Some(s.string()?),
+            ("thought", Some(b't' | b'f')) => part.thought = s.value()? == Value::Bool(true),
+            ("functionCall", Some(b'{')) => {
+                plain = false;
+                part.has_call_key = true;
+                part.call = Some(read_call(s, start)?);
+            }
+            (key, _) => {
+                plain = false;
+                match key {
+                    "text" => part.text = None,
+                    "thought" => part.thought = false,
+                    "functionCall" => {
+                        part.has_call_key = true;
+                        part.call = None;
+                    }
+                    _ => {}
+                }
+                s.skip_value()?;
+            }
+        }
+    }
+    part.json = s.since(start);
+    Ok(match part.text {
+        Some(text) if plain => PartIn::Plain {
+            text,
+            thought: part.thought,
+        },
+        _ => PartIn::Raw(part),
+    })
+}
+
+/// C3 and C11 read from a `functionCall` object; `args` located relative
+/// to the part's start.
+fn read_call<'a>(s: &mut Scanner<'a>, part_start: usize) -> Scan<CallPeek<'a>> {
+    let mut out = CallPeek::default();
+    let (mut has_name, mut has_args, mut will_continue, mut partial) = (false, false, false, false);
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        let next = s.peek();
+        let start = s.position();
+        match key.as_ref() {
+            "id" => out.id = string_or_skip(s, next)?,
+            "name" => {
+                has_name = true;
+                out.name = string_or_skip(s, next)?;
+            }
+            "args" => {
+                has_args = true;
+                s.skip_value()?;
+                out.args =
+                    (next == Some(b'{')).then(|| (start - part_start, s.position() - part_start));
+            }
+            "partialArgs" => {
+                s.skip_value()?;
+                // Null and `[]` mark no chunk; any other value does (C3).
+                partial = match next {
+                    Some(b'n') => false,
+                    Some(b'[') => !s.since(start)[1..].trim_start().starts_with(']'),
+                    _ => true,
+                };
+            }
+            _ => {
+                will_continue |= key == "willContinue";
+                s.skip_value()?;
+            }
+        }
+    }
+    // RULE C3: a chunk streams when it has partial arguments, says it will
+    // continue, or has neither a name nor arguments (an end marker).
+    out.streamed = partial || will_continue || (!has_name && !has_args);
+    Ok(out)
+}
+
+fn string_or_skip<'a>(s: &mut Scanner<'a>, next: Option<u8>) -> Scan<Option<Cow<'a, str>>> {
+    if next == Some(b'"') {
+        s.string().map(Some)
+    } else {
+        s.skip_value().map(|()| None)
+    }
+}
+
+/// The tree of a part kept as text (a streamed call chunk is applied to
+/// its call's arguments as a tree).
+#[must_use]
+pub fn part_tree(json: &str) -> Map<String, Value> {
+    match Scanner::new(json).value() {
+        Ok(Value::Object(map)) => map,
+        // The text was validated as an object when it arrived.
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,202 @@
+//! One event payload, read straight into the shapes the aggregator uses.
+//!
+//! A Gemini event is mostly fixed structure around a little text. Building a
+//! generic JSON tree for it (a hash map per object) costs more than the rest
+//! of the work together, so the levels the aggregator walks (event,
+//! candidate, content, part) are read into typed fields by one strict scan of
+//! the payload (R8, `bytes.rs`), plain text parts keep a borrowed slice of
+//! it, and every other part is kept as its own JSON text (R7), built into
+//! Python objects once, when a result is read. Anything off the expected
+//! shape is kept as a generic `Value`, so nothing is lost and the E7
+//! warnings still see what arrived. `feed_chunk()` hands over parsed
+//! objects instead: `tree.rs` reads those into the same shapes.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+mod bytes;
+mod tree;
+
+pub use bytes::{parse_event, part_tree};
+pub use tree::event_from_map;
+
+/// orjson's nesting limit, which both implementations share (F10).
+pub const MAX_JSON_DEPTH: usize = 1024;
+
+/// A field that should have one JSON type but may have another.
+#[derive(Debug)]
+pub enum Shaped<T> {
+    Null,
+    Expected(T),
+    Other(Value),
+}
+
+/// One payload, split into what the aggregator reads (E1-E3).
+#[derive(Debug, Default)]
+pub struct EventIn<'a> {
+    pub error: Option<Value>,
+    pub candidates: Option<Shaped<Items<CandidateIn<'a>>>>,
+    pub usage: Option<Shaped<Fields<'a>>>,
+    pub model_version: Option<TextOrValue<'a>>,
+    pub response_id: Option<TextOrValue<'a>>,
+    pub create_time: Option<TextOrValue<'a>>,
+    pub prompt_feedback: Option<TextOrValue<'a>>,
+}
+
+#[derive(Debug, Default)]
+pub struct CandidateIn<'a> {
+    pub index: Option<Value>,
+    pub content: Option<Shaped<ContentIn<'a>>>,
+    pub finish_reason: Option<Value>,
+    pub finish_message: Option<Value>,
+    /// Every other key, in arrival order (E5).
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Debug, Default)]
+pub struct ContentIn<'a> {
+    pub parts: Option<Shaped<Items<PartIn<'a>>>>,
+}
+
+/// A list of shaped items.
+pub type Items<T> = Vec<Shaped<T>>;
+
+/// An object read as its entries in arrival order, keys borrowed from the
+/// payload when they have no escapes (`usageMetadata`, merged key by key).
+#[derive(Debug, Default)]
+pub struct Fields<'a>(pub Vec<(Cow<'a, str>, Value)>);
+
+/// A part: plain text (only `text`, a string, and `thought`, a boolean: P1)
+/// or any other object, as its JSON text or, from `feed_chunk()`, as a tree.
+#[derive(Debug)]
+pub enum PartIn<'a> {
+    /// RULE P8: `text` (a string) and optionally `thought` (a boolean), nothing else.
+    Plain { text: Cow<'a, str>, thought: bool },
+    /// R7: any other part of a payload, kept as received.
+    Raw(RawPartIn<'a>),
+    /// Any other part of an object handed over by `feed_chunk()`.
+    Object(Map<String, Value>),
+}
+
+/// A part kept as its JSON text, with what the aggregator reads of it
+/// (the last entry wins for a key that repeats, as in a parsed object).
+#[derive(Debug)]
+pub struct RawPartIn<'a> {
+    /// The part object exactly as it came (validated).
+    pub json: &'a str,
+    /// `{}` (P6).
+    pub empty: bool,
+    /// `text`, when it is a string (P3).
+    pub text: Option<Cow<'a, str>>,
+    /// `thought` is `true`.
+    pub thought: bool,
+    /// The part has a `functionCall` key (P7), whatever its value.
+    pub has_call_key: bool,
+    /// `functionCall`, when it is an object (C1, C3).
+    pub call: Option<CallPeek<'a>>,
+}
+
+/// What C1, C3 and C11 read of a `functionCall` object.
+#[derive(Debug, Default)]
+pub struct CallPeek<'a> {
+    /// RULE C3: a streamed chunk, as opposed to a complete call (C1).
+    pub streamed: bool,
+    /// `id`, when it is a string.
+    pub id: Option<Cow<'a, str>>,
+    /// `name`, when it is a string.
+    pub name: Option<Cow<'a, str>>,
+    /// Where `args` is in the part's text, when it is an object.
+    pub args: Option<(usize, usize)>,
+}
+
+/// Why a payload could not be used (F8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    InvalidUtf8,
+    InvalidJson,
+    NotAnObject,
+}
+
+/// A string kept borrowed when it has no escapes, or any other value.
+#[derive(Debug)]
+pub enum TextOrValue<'a> {
+    Text(Cow<'a, str>),
+    Value(Value),
+}
+
+impl TextOrValue<'_> {
+    #[must_use]
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Text(t) => Value::String(t.into_owned()),
+            Self::Value(v) => v,
+        }
+    }
+}
+
+/// `serde_json` refuses documents nested deeper than this.
+const SERDE_DEPTH_LIMIT: usize = 128;
+
+/// F10: a `serde_json` parse that failed may have hit its nesting limit,
+/// below orjson's: decided from the error's category and the document's
+/// depth, never from the error's text (another crate's wording is not an
+/// interface). The Interactions events are still read with `serde_json`.
+pub(crate) fn needs_deep_parse(err: &serde_json::Error, data: &[u8]) -> bool {
+    err.is_syntax() && (SERDE_DEPTH_LIMIT..=MAX_JSON_DEPTH).contains(&nesting_depth(data))
+}
+
+/// The deepest nesting of arrays and objects outside strings.
+pub(crate) fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f10_nesting_around_serde_jsons_own_limit_parses() {
+        for depth in 120..=136 {
+            let doc = format!("{{\"a\":{}1{}}}", "[".repeat(depth), "]".repeat(depth));
+            assert!(parse_event(doc.as_bytes()).is_ok(), "depth {depth}");
+        }
+    }
+
+    #[test]
+    fn f10_nesting_up_to_1024_levels_parses() {
+        let ok = format!("{{\"a\":{}1{}}}", "[".repeat(1023), "]".repeat(1023));
+        assert!(parse_event(ok.as_bytes()).is_ok());
+        let too_deep = format!("{{\"a\":{}1{}}}", "[".repeat(1024), "]".repeat(1024));
+        assert_eq!(
+            parse_event(too_deep.as_bytes()).err(),
+            Some(ParseError::InvalidJson)
+        );
+        assert_eq!(parse_event(b"[1]").err(), Some(ParseError::NotAnObject));
+        assert_eq!(parse_event(b"{} x").err(), Some(ParseError::InvalidJson));
+        assert_eq!(
+            parse_event(b"{\"a\": \"\xff\"}").err(),
+            Some(ParseError::InvalidUtf8)
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! An already parsed payload object (`feed_chunk()`), read into the same
+//! shapes as a payload's bytes; its parts stay trees.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::{CandidateIn, ContentIn, EventIn, Fields, Items, PartIn, Shaped, TextOrValue};
+
+#[must_use]
+pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
+    let mut out = EventIn::default();
+    for (key, value) in map {
+        match key.as_str() {
+            "error" => out.error = Some(value),
+            "candidates" => out.candidates = Some(items(value, candidate)),
+            "usageMetadata" => {
+                out.usage = Some(shaped(value, |m| {
+                    Fields(m.into_iter().map(|(k, v)| (Cow::Owned(k), v)).collect())
+                }));
+            }
+            "modelVersion" => out.model_version = Some(text_or_value(value)),
+            "responseId" => out.response_id = Some(text_or_value(value)),
+            "createTime" => out.create_time = Some(text_or_value(value)),
+            "promptFeedback" => out.prompt_feedback = Some(text_or_value(value)),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn shaped<T>(value: Value, read: impl FnOnce(Map<String, Value>) -> T) -> Shaped<T> {
+    match value {
+        Value::Object(map) => Shaped::Expected(read(map)),
+        Value::Null => Shaped::Null,
+        other => Shaped::Other(other),
+    }
+}
+
+fn items<T>(value: Value, read: impl Fn(Map<String, Value>) -> T) -> Shaped<Items<T>> {
+    match value {
+        Value::Array(values) => {
+            Shaped::Expected(values.into_iter().map(|v| shaped(v, &read)).collect())
+        }
+        Value::Null => Shaped::Null,
+        other => Shaped::Other(other),
+    }
+}
+
+fn text_or_value(value: Value) -> TextOrValue<'static> {
+    match value {
+        Value::String(s) => TextOrValue::Text(Cow::Owned(s)),
+        other => TextOrValue::Value(other),
+    }
+}
+
+fn candidate(map: Map<String, Value>) -> CandidateIn<'static> {
+    let mut out = CandidateIn::default();
+    for (key, value) in map {
+        match key.as_str() {
+            "index" => out.index = Some(value),
+            "content" => {
+                out.content = Some(shaped(value, |mut m| ContentIn {
+                    parts: m.remove("parts").map(|p| items(p, part)),
+                }));
+            }
+            "finishReason" => out.finish_reason = Some(value),
+            "finishMessage" => out.finish_message = Some(value),
+            _ => {
+                out.rest.insert(key, value);
+            }
+        }
+    }
+    out
+}
+
+/// RULE P8: plain text when every entry is a string `text` or a boolean
+/// `thought` and there is a `text`.
+fn part(mut map: Map<String, Value>) -> PartIn<'static> {
+    let plain = map.contains_key("text")
+        && map.iter().all(|(k, v)| match k.as_str() {
+            "text" => v.is_string(),
+            "thought" => v.is_boolean(),
+            _ => false,
+        });
+    if !plain {
+        return PartIn::Object(map);
+    }
+    let thought = map.get("thought").and_then(Value::as_bool).unwrap_or(false);
+    match map.shift_remove("text") {
+        Some(Value::String(text)) => PartIn::Plain {
+            text: Cow::Owned(text),
+            thought,
+        },
+        _ => PartIn::Object(map),
+    }
+}

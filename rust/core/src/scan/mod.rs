@@ -1,0 +1,490 @@
+//! A strict single-pass JSON scanner (R8, F10): the event parser walks the
+//! levels it keeps (event, candidate, content, part) with it and skips the
+//! rest without building anything.
+//!
+//! The payload's UTF-8 is checked once, before scanning (F10's order), so
+//! every string slice is borrowed from it. The grammar is RFC 8259 exactly as
+//! orjson applies it: no trailing commas, no leading zeros, no control
+//! characters or lone surrogates in strings, numbers that overflow a double
+//! refused, at most `MAX_JSON_DEPTH` levels of nesting. Skipping and
+//! building are loops with their own stack, never recursion, so no payload
+//! can exhaust the thread's stack.
+
+use std::borrow::Cow;
+
+use memchr::memchr2;
+use serde_json::{Map, Number, Value};
+
+use crate::event::MAX_JSON_DEPTH;
+
+/// The payload is not valid JSON (where exactly does not matter: F8 skips it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invalid;
+
+pub type Scan<T> = Result<T, Invalid>;
+
+pub struct Scanner<'a> {
+    text: &'a str,
+    pos: usize,
+    depth: usize,
+    /// Open containers of `skip_value` (true for an object), reused.
+    open: Vec<bool>,
+}
+
+/// A container being built by `value`.
+enum Frame {
+    Object(Map<String, Value>, String),
+    Array(Vec<Value>),
+}
+
+impl<'a> Scanner<'a> {
+    #[must_use]
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            pos: 0,
+            depth: 0,
+            open: Vec::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// The text between `start` and the current position.
+    #[must_use]
+    pub fn since(&self, start: usize) -> &'a str {
+        self.text.get(start..self.pos).unwrap_or_default()
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte after whitespace, not consumed.
+    pub fn peek(&mut self) -> Option<u8> {
+        let bytes = self.bytes();
+        while let Some(&b) = bytes.get(self.pos) {
+            if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(b);
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    /// Only whitespace is left.
+    pub fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    fn eat(&mut self, byte: u8) -> Scan<()> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(Invalid)
+        }
+    }
+
+    fn enter(&mut self) -> Scan<()> {
+        self.depth += 1;
+        if self.depth > MAX_JSON_DEPTH {
+            return Err(Invalid); // F10: orjson's limit
+        }
+        Ok(())
+    }
+
+    /// Consumes `{`; entries follow through `next_key`.
+    pub fn begin_object(&mut self) -> Scan<()> {
+        self.eat(b'{')?;
+        self.enter()
+    }
+
+    /// The next key of an object (its `:` consumed), or None at its `}`.
+    /// `first` is true before the first entry.
+    pub fn next_key(&mut self, first: &mut bool) -> Scan<Option<Cow<'a, str>>> {
+        match self.peek() {
+            Some(b'}') => {
+                self.pos += 1;
+                self.depth -= 1;
+                return Ok(None);
+            }
+            Some(b',') if !*first => self.pos += 1,
+            Some(b'"') if *first => {}
+            _ => return Err(Invalid),
+        }
+        *first = false;
+        self.key().map(Some)
+    }
+
+    fn key(&mut self) -> Scan<Cow<'a, str>> {
+        if self.peek() != Some(b'"') {
+            return Err(Invalid);
+        }
+        let key = self.string()?;
+        self.eat(b':')?;
+        Ok(key)
+    }
+
+    /// Consumes `[`; items follow through `next_item`.
+    pub fn begin_array(&mut self) -> Scan<()> {
+        self.eat(b'[')?;
+        self.enter()
+    }
+
+    /// True when another item follows (positioned at it), false at `]`.
+    pub fn next_item(&mut self, first: &mut bool) -> Scan<bool> {
+        match self.peek() {
+            Some(b']') => {
+                self.pos += 1;
+                self.depth -= 1;
+                Ok(false)
+            }
+            Some(b',') if !*first => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(_) if *first => {
+                *first = false;
+                Ok(true)
+            }
+            _ => Err(Invalid),
+        }
+    }
+
+    /// A string value (at its `"`), borrowed unless it has escapes.
+    pub fn string(&mut self) -> Scan<Cow<'a, str>> {
+        self.pos += 1; // the opening quote
+        let start = self.pos;
+        let end = self.plain_run()?;
+        if self.bytes().get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Ok(Cow::Borrowed(&self.text[start..end]));
+        }
+        let mut out = String::from(&self.text[start..end]);
+        self.pos = end;
+        self.rest_of_string(Some(&mut out))?;
+        Ok(Cow::Owned(out))
+    }
+
+    /// Skips a string value (at its `"`), validating it as `string` does.
+    fn skip_string(&mut self) -> Scan<()> {
+        self.pos += 1;
+        self.pos = self.plain_run()?;
+        self.rest_of_string(None)
+    }
+
+    /// From the current position (inside a string), the index of the next
+    /// `"` or `\`; a control character before it is an error.
+    fn plain_run(&self) -> Scan<usize> {
+        let bytes = self.bytes();
+        let rest = bytes.get(self.pos..).unwrap_or_default();
+        let Some(i) = memchr2(b'"', b'\\', rest) else {
+            return Err(Invalid);
+        };
+        if rest[..i].iter().any(|&b| b < 0x20) {
+            return Err(Invalid);
+        }
+        Ok(self.pos + i)
+    }
+
+    /// At a `"` or `\` inside a string: escapes and plain runs until the
+    /// closing quote, appended to `out` when given.
+    fn rest_of_string(&mut self, mut out: Option<&mut String>) -> Scan<()> {
+        loop {
+            match self.bytes().get(self.pos) {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    let c = self.escape()?;
+                    if let Some(out) = out.as_deref_mut() {
+                        out.push(c);
+                    }
+                }
+                _ => return Err(Invalid),
+            }
+            let end = self.plain_run()?;
+            if let Some(out) = out.as_deref_mut() {
+                out.push_str(&self.text[self.pos..end]);
+            }
+            self.pos = end;
+        }
+    }
+
+    /// One escape after its `\`.
+    fn escape(&mut self) -> Scan<char> {
+        let b = *self.bytes().get(self.pos).ok_or(Invalid)?;
+        self.pos += 1;
+        Ok(match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => return self.unicode_escape(),
+            _ => return Err(Invalid),
+        })
+    }
+
+    /// `\uXXXX` after its `u`; a high surrogate must be followed by a low one.
+    fn unicode_escape(&mut self) -> Scan<char> {
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if self.bytes().get(self.pos..self.pos + 2) != Some(b"\\u") {
+                    return Err(Invalid);
+                }
+                self.pos += 2;
+                let low = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return Err(Invalid);
+                }
+                0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(Invalid),
+            _ => first,
+        };
+        char::from_u32(code).ok_or(Invalid)
+    }
+
+    fn hex4(&mut self) -> Scan<u32> {
+        let digits = self.bytes().get(self.pos..self.pos + 4).ok_or(Invalid)?;
+        let mut n = 0;
+        for &d in digits {
+            let v = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return Err(Invalid),
+            };
+            n = n * 16 + u32::from(v);
+        }
+        self.pos += 4;
+        Ok(n)
+    }
+
+    /// `true`, `false` or `null` at the current position.
+    fn literal(&mut self) -> Scan<Value> {
+        let rest = self.bytes().get(self.pos..).unwrap_or_default();
+        let (value, len) = if rest.starts_with(b"true") {
+            (Value::Bool(true), 4)
+        } else if rest.starts_with(b"false") {
+            (Value::Bool(false), 5)
+        } else if rest.starts_with(b"null") {
+            (Value::Null, 4)
+        } else {
+            return Err(Invalid);
+        };
+        self.pos += len;
+        Ok(value)
+    }
+
+    /// The text of a number and whether it is an integer (no `.`, `e`, `E`).
+    fn number_text(&mut self) -> Scan<(&'a str, bool)> {
+        let bytes = self.bytes();
+        let start = self.pos;
+        let mut i = start;
+        if bytes.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match bytes.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => i += digits(&bytes[i..]),
+            _ => return Err(Invalid),
+        }
+        let mut integer = true;
+        if bytes.get(i) == Some(&b'.') {
+            let n = digits(bytes.get(i + 1..).unwrap_or_default());
+            if n == 0 {
+                return Err(Invalid);
+            }
+            i += 1 + n;
+            integer = false;
+        }
+        if matches!(bytes.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(bytes.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let n = digits(bytes.get(i..).unwrap_or_default());
+            if n == 0 {
+                return Err(Invalid);
+            }
+            i += n;
+            integer = false;
+        }
+        self.pos = i;
+        Ok((&self.text[start..i], integer))
+    }
+
+    /// A number as orjson reads it: an integer that fits 64 bits stays one
+    /// (`-0` is 0), anything else is the nearest double, which must be finite.
+    pub fn number(&mut self) -> Scan<Number> {
+        let (text, integer) = self.number_text()?;
+        if integer {
+            if let Ok(u) = text.parse::<u64>() {
+                return Ok(Number::from(u));
+            }
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Number::from(i));
+            }
+        }
+        let f: f64 = text.parse().map_err(|_| Invalid)?;
+        Number::from_f64(f).ok_or(Invalid)
+    }
+
+    fn skip_number(&mut self) -> Scan<()> {
+        let (text, integer) = self.number_text()?;
+        // Only a fraction, an exponent or a very long integer can overflow.
+        if !integer || text.len() > 300 {
+            let f: f64 = text.parse().map_err(|_| Invalid)?;
+            if !f.is_finite() {
+                return Err(Invalid);
+            }
+        }
+        Ok(())
+    }
+
+    /// Skips one value of any kind, validating it.
+    pub fn skip_value(&mut self) -> Scan<()> {
+        let base = self.open.len();
+        loop {
+            // A value starts here.
+            match self.peek() {
+                Some(b'{') => {
+                    self.begin_object()?;
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                        self.depth -= 1;
+                    } else {
+                        self.key()?;
+                        self.open.push(true);
+                        continue;
+                    }
+                }
+                Some(b'[') => {
+                    self.begin_array()?;
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                        self.depth -= 1;
+                    } else {
+                        self.open.push(false);
+                        continue;
+                    }
+                }
+                Some(b'"') => self.skip_string()?,
+                Some(b'-' | b'0'..=b'9') => self.skip_number()?,
+                _ => {
+                    self.literal()?;
+                }
+            }
+            // A value ended: close what ends with it, up to the next value.
+            loop {
+                let Some(&object) = self.open.get(base..).and_then(<[bool]>::last) else {
+                    return Ok(());
+                };
+                match (self.peek(), object) {
+                    (Some(b','), _) => {
+                        self.pos += 1;
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    (Some(b'}'), true) | (Some(b']'), false) => {
+                        self.pos += 1;
+                        self.depth -= 1;
+                        self.open.pop();
+                    }
+                    _ => return Err(Invalid),
+                }
+            }
+        }
+    }
+
+    /// Reads one value of any kind into a tree (the fields the aggregator
+    /// keeps as values: usage, metadata, errors, off-shape values).
+    pub fn value(&mut self) -> Scan<Value> {
+        let mut stack: Vec<Frame> = Vec::new();
+        loop {
+            let mut done = match self.peek() {
+                Some(b'{') => {
+                    self.begin_object()?;
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                        self.depth -= 1;
+                        Value::Object(Map::new())
+                    } else {
+                        let key = self.key()?.into_owned();
+                        stack.push(Frame::Object(Map::new(), key));
+                        continue;
+                    }
+                }
+                Some(b'[') => {
+                    self.begin_array()?;
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                        self.depth -= 1;
+                        Value::Array(Vec::new())
+                    } else {
+                        stack.push(Frame::Array(Vec::new()));
+                        continue;
+                    }
+                }
+                Some(b'"') => Value::String(self.string()?.into_owned()),
+                Some(b'-' | b'0'..=b'9') => Value::Number(self.number()?),
+                _ => self.literal()?,
+            };
+            loop {
+                let Some(frame) = stack.last_mut() else {
+                    return Ok(done);
+                };
+                match frame {
+                    // A duplicate key keeps its first position, the last value.
+                    Frame::Object(map, key) => {
+                        map.insert(std::mem::take(key), done);
+                    }
+                    Frame::Array(items) => items.push(done),
+                }
+                match (self.peek(), &mut *frame) {
+                    (Some(b','), Frame::Object(_, key)) => {
+                        self.pos += 1;
+                        *key = self.key()?.into_owned();
+                        break;
+                    }
+                    (Some(b','), Frame::Array(_)) => {
+                        self.pos += 1;
+                        break;
+                    }
+                    (Some(b'}'), Frame::Object(..)) | (Some(b']'), Frame::Array(_)) => {
+                        self.pos += 1;
+                        self.depth -= 1;
+                        done = match stack.pop() {
+                            Some(Frame::Object(map, _)) => Value::Object(map),
+                            Some(Frame::Array(items)) => Value::Array(items),
+                            None => return Err(Invalid),
+                        };
+                    }
+                    _ => return Err(Invalid),
+                }
+            }
+        }
+    }
+}
+
+/// The number of leading ASCII digits.
+fn digits(bytes: &[u8]) -> usize {
+    bytes.iter().take_while(|b| b.is_ascii_digit()).count()
+}
+
+#[cfg(test)]
+mod tests;

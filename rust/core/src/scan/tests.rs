@@ -1,0 +1,222 @@
+//! R8: the scanner accepts exactly what orjson (and `serde_json`) accept and
+//! reads values as orjson does.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::{Invalid, Scanner};
+use crate::event::MAX_JSON_DEPTH;
+
+fn scan_value(text: &str) -> Result<Value, Invalid> {
+    let mut s = Scanner::new(text);
+    let value = s.value()?;
+    if s.at_end() {
+        Ok(value)
+    } else {
+        Err(Invalid)
+    }
+}
+
+fn scan_skip(text: &str) -> Result<(), Invalid> {
+    let mut s = Scanner::new(text);
+    s.skip_value()?;
+    if s.at_end() {
+        Ok(())
+    } else {
+        Err(Invalid)
+    }
+}
+
+#[test]
+fn r8_minus_zero_integer_is_the_integer_zero() {
+    // orjson reads `-0` as the int 0 (serde_json as the float -0.0).
+    assert_eq!(scan_value("-0"), Ok(json!(0)));
+    assert!(scan_value("-0").is_ok_and(|v| v.is_u64()));
+    assert!(scan_value("-0.0").is_ok_and(|v| v.as_f64().is_some_and(f64::is_sign_negative)));
+}
+
+#[test]
+fn r8_numbers_read_as_orjson_reads_them() {
+    assert_eq!(scan_value("18446744073709551615"), Ok(json!(u64::MAX)));
+    assert_eq!(scan_value("-9223372036854775808"), Ok(json!(i64::MIN)));
+    assert_eq!(
+        scan_value("18446744073709551616"),
+        Ok(json!(18_446_744_073_709_551_616.0_f64))
+    );
+    assert_eq!(scan_value("1E2"), Ok(json!(100.0)));
+    assert_eq!(scan_value("1.5e-400"), Ok(json!(0.0)));
+    for overflow in ["1e400", "-1e309", &"9".repeat(400)] {
+        assert_eq!(scan_value(overflow), Err(Invalid), "{overflow}");
+        assert_eq!(scan_skip(overflow), Err(Invalid), "{overflow}");
+    }
+}
+
+#[test]
+fn r8_strings_are_strict() {
+    assert_eq!(
+        scan_value(r#""a\u00e9\ud83d\ude00\n""#),
+        Ok(json!("aé😀\n"))
+    );
+    for bad in [
+        r#""\ud800""#,
+        r#""\ud800\u0041""#,
+        r#""\udc00""#,
+        r#""\x""#,
+        r#""\u12""#,
+        "\"a\tb\"",
+        "\"open",
+    ] {
+        assert_eq!(scan_value(bad), Err(Invalid), "{bad}");
+        assert_eq!(scan_skip(bad), Err(Invalid), "{bad}");
+    }
+}
+
+#[test]
+fn r8_grammar_is_strict() {
+    for bad in [
+        "[1,]",
+        "{\"a\":1,}",
+        "[01]",
+        "[1.]",
+        "[.5]",
+        "[1e]",
+        "[+1]",
+        "{a:1}",
+        "[tru]",
+        "[nul]",
+        "{\"a\" 1}",
+        "[1 2]",
+        "{,}",
+        "[,1]",
+        "",
+    ] {
+        assert_eq!(scan_value(bad), Err(Invalid), "{bad}");
+        assert_eq!(scan_skip(bad), Err(Invalid), "{bad}");
+    }
+    assert_eq!(
+        scan_value(" {\"a\" : [ 1 , {\"b\":null} ] , \"a\":true} "),
+        Ok(json!({"a": true}))
+    );
+}
+
+#[test]
+fn r8_duplicate_keys_keep_first_position_last_value() {
+    let v = scan_value(r#"{"a":1,"b":2,"a":3}"#).unwrap_or(Value::Null);
+    let keys: Vec<&str> = v
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["a", "b"]);
+    assert_eq!(v, json!({"a": 3, "b": 2}));
+}
+
+#[test]
+fn r8_nesting_up_to_1024_levels_without_recursion() {
+    let ok = format!(
+        "{}1{}",
+        "[".repeat(MAX_JSON_DEPTH),
+        "]".repeat(MAX_JSON_DEPTH)
+    );
+    let deep = format!(
+        "{}1{}",
+        "[".repeat(MAX_JSON_DEPTH + 1),
+        "]".repeat(MAX_JSON_DEPTH + 1)
+    );
+    // A 64 KiB stack: a recursive scanner would need far more at 1024 levels.
+    let result = std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            (
+                scan_skip(&ok).is_ok(),
+                scan_skip(&deep).is_err(),
+                // Dropping the 1024-level tree recurses; keep it alive past the scan.
+                std::mem::ManuallyDrop::new(scan_value(&ok)).is_ok(),
+                scan_value(&deep).is_err(),
+            )
+        })
+        .and_then(|h| h.join().map_err(|_| std::io::Error::other("panicked")));
+    assert_eq!(result.ok(), Some((true, true, true, true)));
+}
+
+/// JSON-ish text: mostly valid pieces, with every kind of mistake nearby.
+fn jsonish() -> impl Strategy<Value = String> {
+    let atoms = prop::sample::select(vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"a\"",
+        "\"\\u00e9\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\\ud800\"",
+        "\"x",
+        "\\",
+        "0",
+        "-0",
+        "12",
+        "-",
+        "1.5",
+        "1e5",
+        "1e400",
+        "01",
+        ".",
+        "e",
+        "true",
+        "false",
+        "null",
+        "nul",
+        " ",
+        "\n",
+        "\"\t\"",
+        "é",
+    ]);
+    prop::collection::vec(atoms, 0..24).prop_map(|v| v.concat())
+}
+
+/// Values as `serde_json` writes them (it never writes `-0`).
+fn values() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "\\PC{0,8}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("[a-c]{1,2}", inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    /// R8: accepted exactly when `serde_json` accepts (the text never
+    /// nests deep enough for `serde_json`'s own limit).
+    #[test]
+    fn r8_accepts_exactly_what_serde_json_accepts(text in jsonish()) {
+        let serde = serde_json::from_str::<Value>(&text).is_ok();
+        prop_assert_eq!(scan_skip(&text).is_ok(), serde);
+        prop_assert_eq!(scan_value(&text).is_ok(), serde);
+    }
+
+    /// R8: the values read equal `serde_json`'s on text it wrote.
+    #[test]
+    fn r8_values_equal_serde_json_on_its_own_text(value in values(), pretty in any::<bool>()) {
+        let text = if pretty {
+            serde_json::to_string_pretty(&value)
+        } else {
+            serde_json::to_string(&value)
+        }
+        .unwrap_or_default();
+        prop_assert_eq!(scan_value(&text), Ok(value));
+    }
+}
