@@ -1,6 +1,8 @@
 //! Function calls (C rules): complete calls (C1, C15), streamed calls routed
 //! (C2), their partial args applied (C4, C5, C9, C16), closed (C6, C12-C14).
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::candidate::{CandidateState, Kept, PartKind, Slot};
@@ -8,6 +10,7 @@ use super::merge::shape;
 use super::response::{call_dict, Args};
 use super::{Delta, State};
 use crate::diagnostics::Diagnostic;
+use crate::event::read_chunk;
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
 
 /// At most this many streamed calls are open at once per candidate (C14).
@@ -77,7 +80,7 @@ struct Ctx {
 }
 
 /// What one streamed chunk carries, taken out of its part (C3).
-struct Chunk {
+pub(super) struct Chunk {
     id: Option<String>,
     name: Option<String>,
     signature: Option<Value>,
@@ -105,7 +108,9 @@ impl State {
         } || fc.contains_key("willContinue")
             || (!fc.contains_key("name") && !fc.contains_key("args"));
         if streamed {
-            self.apply_streamed_chunk(at, pos, part, deltas);
+            if let Some(chunk) = self.take_chunk(at, part) {
+                self.apply_streamed_chunk(at, pos, chunk, deltas);
+            }
         } else {
             self.apply_complete_call(at, pos, Kept::Tree(part), deltas);
         }
@@ -163,12 +168,9 @@ impl State {
         &mut self,
         at: At,
         pos: usize,
-        part: Map<String, Value>,
+        chunk: Chunk,
         deltas: &mut Vec<Delta>,
     ) {
-        let Some(chunk) = self.take_chunk(at, part) else {
-            return;
-        };
         self.clock += 1;
         let ctx = Ctx {
             at,
@@ -200,7 +202,33 @@ impl State {
         let Some(Value::Object(mut fc)) = part.shift_remove("functionCall") else {
             return None;
         };
-        let partial_args = match fc.shift_remove("partialArgs") {
+        let partial_args = self.partial_args(at, fc.shift_remove("partialArgs"));
+        Some(Chunk {
+            id: string_field(&fc, "id"),
+            name: string_field(&fc, "name"),
+            signature,
+            args: fc.shift_remove("args"),
+            partial_args,
+            keeps_open: matches!(fc.get("willContinue"), Some(Value::Bool(true))),
+        })
+    }
+
+    /// The chunk of a part kept as text (R7), read without making it a tree.
+    pub(super) fn read_chunk(&mut self, at: At, json: &str) -> Chunk {
+        let chunk = read_chunk(json);
+        Chunk {
+            id: chunk.id.map(Cow::into_owned),
+            name: chunk.name.map(Cow::into_owned),
+            signature: chunk.signature,
+            args: chunk.args,
+            partial_args: self.partial_args(at, chunk.partial_args),
+            keeps_open: chunk.keeps_open,
+        }
+    }
+
+    /// The items of `partialArgs`; E7 when it is not a list.
+    fn partial_args(&mut self, at: At, value: Option<Value>) -> Vec<Value> {
+        match value {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items,
             Some(_) => {
@@ -212,15 +240,7 @@ impl State {
                 ));
                 Vec::new()
             }
-        };
-        Some(Chunk {
-            id: string_field(&fc, "id"),
-            name: string_field(&fc, "name"),
-            signature,
-            args: fc.shift_remove("args"),
-            partial_args,
-            keeps_open: matches!(fc.get("willContinue"), Some(Value::Bool(true))),
-        })
+        }
     }
 
     pub(super) fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
@@ -356,7 +376,7 @@ impl CandidateState {
                 ));
                 continue;
             };
-            match apply_partial_arg(&mut call.args, &arg, ctx.max_index) {
+            match apply_partial_arg(&mut call.args, &arg, ctx.max_index, ctx.want_deltas) {
                 Ok(None) => {}
                 Ok(Some((json_path, value))) => {
                     if ctx.want_deltas {
@@ -454,11 +474,13 @@ pub(super) fn string_field(map: &Map<String, Value>, key: &str) -> Option<String
     }
 }
 
-/// C4/C9: applies one partial arg; `Ok(None)` when it has no value key.
+/// C4/C9: applies one partial arg; `Ok(None)` when it has no value key or
+/// no delta is wanted (the fragment is then not copied for one).
 pub(super) fn apply_partial_arg(
     args: &mut Map<String, Value>,
     arg: &Map<String, Value>,
     max_index: usize,
+    want_delta: bool,
 ) -> Result<Option<(String, Value)>, String> {
     let Some((key, value)) = ["stringValue", "numberValue", "boolValue", "nullValue"]
         .into_iter()
@@ -483,10 +505,10 @@ pub(super) fn apply_partial_arg(
         PathError::IndexAboveMax => format!("array index above max_array_index ({max_index})"),
         PathError::TooDeep => format!("jsonPath deeper than {} segments", json_path::MAX_SEGMENTS),
     })?;
-    let delta_value = match &write {
+    let delta_value = want_delta.then(|| match &write {
         Write::AppendString(s) => Value::String((*s).to_owned()),
         Write::Replace(v) => v.clone(),
-    };
+    });
     json_path::write(args, &segments, write).map_err(|e| match e {
         WriteError::TypeConflict => "type conflict with the existing value".to_owned(),
         // C16: the reason names its rule, the warning keeps the C5 form.
@@ -495,7 +517,7 @@ pub(super) fn apply_partial_arg(
             json_path::PAD_SLACK
         ),
     })?;
-    Ok(Some((path.clone(), delta_value)))
+    Ok(delta_value.map(|value| (path.clone(), value)))
 }
 
 /// RULE C5: the diagnostic of a skipped partial arg, by what its jsonPath is.

@@ -9,7 +9,7 @@ use super::candidate::{CandidateState, Kept, PartKind, Slot};
 use super::merge::shape;
 use super::response::{RawCall, RawPart};
 use super::{Delta, State};
-use crate::event::{part_tree, PartIn, RawPartIn, Shaped};
+use crate::event::{PartIn, RawPartIn, Shaped};
 
 impl State {
     pub(super) fn apply_part(
@@ -60,8 +60,8 @@ impl State {
         self.candidates[pos].keep_part(Kept::Tree(part), kind, want_deltas, deltas);
     }
 
-    /// R7: a part kept as its JSON text; only a streamed call chunk is
-    /// made a tree, to be applied to its call (C3).
+    /// R7: a part kept as its JSON text; a streamed call chunk is read
+    /// from it to be applied to its call (C3).
     fn apply_raw_part(
         &mut self,
         at: At,
@@ -75,7 +75,8 @@ impl State {
         }
         if let Some(call) = raw.call {
             if call.streamed {
-                self.apply_streamed_chunk(at, pos, part_tree(raw.json), deltas);
+                let chunk = self.read_chunk(at, raw.json);
+                self.apply_streamed_chunk(at, pos, chunk, deltas);
             } else {
                 let call = RawCall {
                     id: call.id.map(Cow::into_owned),

@@ -4,11 +4,11 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{
-    CallPeek, CandidateIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn, RawPartIn,
-    Shaped, TextOrValue,
+    CallPeek, CandidateIn, ChunkIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn,
+    RawPartIn, Shaped, TextOrValue,
 };
 use crate::scan::{Scan, Scanner};
 
@@ -237,13 +237,52 @@ fn string_or_skip<'a>(s: &mut Scanner<'a>, next: Option<u8>) -> Scan<Option<Cow<
     }
 }
 
-/// The tree of a part kept as text (a streamed call chunk is applied to
-/// its call's arguments as a tree).
+/// What a streamed call chunk carries (C3), read from its part's text
+/// (validated when it arrived) without making the part a tree.
 #[must_use]
-pub fn part_tree(json: &str) -> Map<String, Value> {
-    match Scanner::new(json).value() {
-        Ok(Value::Object(map)) => map,
-        // The text was validated as an object when it arrived.
-        _ => Map::new(),
+pub fn read_chunk(json: &str) -> ChunkIn<'_> {
+    let mut out = ChunkIn::default();
+    // The text was validated as an object when it arrived.
+    let _ = read_chunk_fields(&mut Scanner::new(json), &mut out);
+    out
+}
+
+fn read_chunk_fields<'a>(s: &mut Scanner<'a>, out: &mut ChunkIn<'a>) -> Scan<()> {
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        match (key.as_ref(), s.peek()) {
+            ("thoughtSignature", _) => {
+                out.signature = Some(s.value()?).filter(|v| !v.is_null());
+            }
+            ("functionCall", Some(b'{')) => {
+                // A repeated key: the last object is the call, as in a tree.
+                let signature = out.signature.take();
+                *out = ChunkIn {
+                    signature,
+                    ..ChunkIn::default()
+                };
+                read_chunk_call(s, out)?;
+            }
+            _ => s.skip_value()?,
+        }
     }
+    Ok(())
+}
+
+fn read_chunk_call<'a>(s: &mut Scanner<'a>, out: &mut ChunkIn<'a>) -> Scan<()> {
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        let next = s.peek();
+        match key.as_ref() {
+            "id" => out.id = string_or_skip(s, next)?,
+            "name" => out.name = string_or_skip(s, next)?,
+            "args" => out.args = Some(s.value()?),
+            "partialArgs" => out.partial_args = Some(s.value()?),
+            "willContinue" => out.keeps_open = s.value()? == Value::Bool(true),
+            _ => s.skip_value()?,
+        }
+    }
+    Ok(())
 }

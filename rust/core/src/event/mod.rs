@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 mod bytes;
 mod tree;
 
-pub use bytes::{parse_event, part_tree};
+pub use bytes::{parse_event, read_chunk};
 pub use tree::event_from_map;
 
 /// orjson's nesting limit, which both implementations share (F10).
@@ -108,6 +108,19 @@ pub struct CallPeek<'a> {
     pub name: Option<Cow<'a, str>>,
     /// Where `args` is in the part's text, when it is an object.
     pub args: Option<(usize, usize)>,
+}
+
+/// What a streamed call chunk carries (C3): the part's non-null
+/// `thoughtSignature` and its `functionCall`'s fields (`id` and `name` when
+/// strings; `willContinue` when `true`).
+#[derive(Debug, Default)]
+pub struct ChunkIn<'a> {
+    pub signature: Option<Value>,
+    pub id: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    pub args: Option<Value>,
+    pub partial_args: Option<Value>,
+    pub keeps_open: bool,
 }
 
 /// Why a payload could not be used (F8).
