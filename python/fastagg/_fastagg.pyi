@@ -352,3 +352,12 @@ class SseDecoder:
         """Feed bytes (any split); returns the events completed by them."""
     def close(self) -> list[SseEvent]:
         """End of input: the events a missing final blank line held back."""
+
+# Private (R7 (binding)): for tests and benchmarks only, not part of the API.
+def _json_to_py(text: str) -> Any:
+    """The Python value of the JSON text ``text`` as ``orjson.loads`` gives it, built
+    straight from the text; ``ValueError`` if it is not valid JSON."""
+
+def _json_to_py_via_value(text: str) -> Any:
+    """The same through a ``serde_json::Value`` tree and its conversion (the path the
+    builder replaces); ``-0`` is ``-0.0`` there."""

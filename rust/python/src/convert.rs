@@ -45,7 +45,7 @@ pub(crate) fn part_to_py<'py>(py: Python<'py>, part: &Part) -> PyResult<Bound<'p
             }
             Ok(dict.into_any())
         }
-        Part::Raw(_) => to_py(py, &part.to_value()),
+        Part::Raw(raw) => crate::build::json_to_py(py, &raw.json),
         Part::Value(value) => to_py(py, value),
     }
 }

@@ -1,0 +1,250 @@
+//! `str` objects for the builder: an ASCII fast path and a cache of keys.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use super::scan::{block_at, BLOCK};
+
+/// A `str` of ASCII `bytes`, made the way Python makes one internally: an
+/// ASCII object of the right length, the bytes copied in. (Through
+/// `PyUnicode_FromStringAndSize`, Python's UTF-8 decoder would scan them
+/// again, which the builder's scanner has just done.)
+///
+/// # Safety
+/// Every byte of `bytes` is ASCII: a byte above 0x7F would make a `str` whose
+/// data is not what Python's ASCII kind promises.
+pub(super) unsafe fn ascii<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    debug_assert!(bytes.is_ascii());
+    let len = ffi::Py_ssize_t::try_from(bytes.len())?;
+    // SAFETY: PyUnicode_New(len, 127) returns a new ASCII str of `len`
+    // characters (one byte each, terminated) or NULL with an exception set;
+    // its data is then `len` writable bytes that nothing else references yet.
+    unsafe {
+        let s = Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_New(len, 127))?;
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            ffi::PyUnicode_DATA(s.as_ptr()).cast::<u8>(),
+            bytes.len(),
+        );
+        Ok(s.cast_into_unchecked())
+    }
+}
+
+/// A `str` of the UTF-8 `bytes` of a decoded string (not all ASCII).
+pub(super) fn utf8_bytes<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    if bytes.len() >= SHORT {
+        return decoded(py, bytes);
+    }
+    // Valid by construction (runs of the input cut at ASCII bytes, and
+    // whole characters); checked all the same, at the cost of one pass.
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| PyValueError::new_err(format!("invalid JSON: {e}")))?;
+    utf8(py, text)
+}
+
+/// A `str` of `bytes` by Python's UTF-8 decoder (which checks them).
+fn decoded<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    let len = ffi::Py_ssize_t::try_from(bytes.len())?;
+    // SAFETY: the pointer and length describe `bytes`, which outlives the
+    // call; the result is a new reference or NULL with an exception set.
+    unsafe {
+        Ok(Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyUnicode_FromStringAndSize(bytes.as_ptr().cast(), len),
+        )?
+        .cast_into_unchecked())
+    }
+}
+
+/// Below this many bytes, [`utf8`] writes a `str` itself.
+const SHORT: usize = 512;
+
+/// A `str` of `text` (not all ASCII). A short one is written once, its kind
+/// (1, 2 or 4 bytes per character) read off its largest byte and its
+/// characters counted first: Python's UTF-8 decoder starts at 1 byte per
+/// character and copies what it wrote each time a wider one comes. Measured
+/// below 512 bytes, writing it once took 0.5-0.9x the decoder's time in every
+/// script tried (Latin, Cyrillic, CJK, emoji, code with CJK comments). A
+/// longer one goes to the decoder, whose word-at-a-time ASCII loop wins on
+/// mostly-ASCII, Latin and Cyrillic text (up to 1.6x faster at 8 KiB; it stays
+/// slower on CJK and emoji, 0.6-0.8x).
+pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    if text.len() >= SHORT {
+        return decoded(py, text.as_bytes());
+    }
+    // The largest byte is the lead byte of the widest character:
+    // 0xC2-0xC3 lead U+0080-U+00FF, up to 0xEF U+FFFF, beyond that 4 bytes.
+    let widest = text.bytes().max().unwrap_or(0);
+    let count = text.chars().count();
+    let len = ffi::Py_ssize_t::try_from(count)?;
+    let maxchar = match widest {
+        0..=0x7F => 0x7F,
+        0x80..=0xC3 => 0xFF,
+        0xC4..=0xEF => 0xFFFF,
+        _ => 0x10_FFFF,
+    };
+    // SAFETY: PyUnicode_New(len, maxchar) returns a new str of `len`
+    // characters of the kind that `maxchar` selects, or NULL with an
+    // exception set; its data is `len` writable units of that kind, and
+    // `text` has exactly `len` characters, none above `maxchar`, one above
+    // the kind below it (Python's canonical form: equal strings have equal
+    // kinds).
+    unsafe {
+        let s = Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_New(len, maxchar))?;
+        let data = ffi::PyUnicode_DATA(s.as_ptr());
+        match maxchar {
+            0x7F | 0xFF => fill(
+                std::slice::from_raw_parts_mut(data.cast::<u8>(), count),
+                text,
+            ),
+            0xFFFF => fill(
+                std::slice::from_raw_parts_mut(data.cast::<u16>(), count),
+                text,
+            ),
+            _ => fill(
+                std::slice::from_raw_parts_mut(data.cast::<u32>(), count),
+                text,
+            ),
+        }
+        Ok(s.cast_into_unchecked())
+    }
+}
+
+/// A code unit of one of Python's string kinds.
+trait Unit: Copy {
+    fn of(c: u32) -> Self;
+}
+
+// The casts keep the low bits of characters that `utf8` checked fit.
+#[allow(clippy::cast_possible_truncation)]
+impl Unit for u8 {
+    fn of(c: u32) -> Self {
+        c as u8
+    }
+}
+
+#[allow(clippy::cast_possible_truncation)]
+impl Unit for u16 {
+    fn of(c: u32) -> Self {
+        c as u16
+    }
+}
+
+impl Unit for u32 {
+    fn of(c: u32) -> Self {
+        c
+    }
+}
+
+/// The characters of `text` into `units` (as many as it has).
+fn fill<U: Unit>(units: &mut [U], text: &str) {
+    for (unit, c) in units.iter_mut().zip(text.chars()) {
+        *unit = U::of(c.into());
+    }
+}
+
+/// 2^9 slots of 32 bytes: 16 KiB, which stays in the processor's first
+/// cache level where 48 KiB missed it (a tenth of a part's build was the
+/// lookup's load, measured on `tool_parallel`).
+const SLOTS: usize = 512;
+/// Keys up to 16 bytes (nearly all: `thoughtSignature` is 16) are kept,
+/// their bytes in the slot's words; a longer one is made fresh.
+const MAX_KEY: usize = BLOCK;
+
+struct Slot {
+    words: Words,
+    key: Py<PyString>,
+}
+
+/// R7 (binding): the `str` of every short ASCII key seen, by a hash of its
+/// bytes (direct mapped: a new key evicts the one in its slot). Keys repeat
+/// across parts (`functionCall`, `name`, `args`, `id`, `thoughtSignature`) and
+/// across the calls of a tool, so most keys cost a lookup instead of a new
+/// `str`, and a cached `str` keeps its hash, which Python's dict insertion
+/// then reads instead of computing.
+pub(super) struct KeyCache {
+    slots: [Option<Slot>; SLOTS],
+}
+
+/// A key of up to 16 bytes as three words: its length and its bytes
+/// (zeros after them), so a hit compares three words.
+#[derive(Clone, Copy)]
+struct Words {
+    len: u64,
+    low: u64,
+    high: u64,
+}
+
+impl Words {
+    /// `input[start..end]`, at most `BLOCK` bytes.
+    fn of(input: &[u8], start: usize, end: usize) -> Self {
+        let len = end - start;
+        let bytes = u128::from_le_bytes(block_at(input, start));
+        let shift = u32::try_from(128usize.saturating_sub(8 * len)).unwrap_or(128);
+        let bytes = bytes & u128::MAX.checked_shr(shift).unwrap_or(0);
+        // The two halves of the 16 bytes.
+        #[allow(clippy::cast_possible_truncation)]
+        Self {
+            len: len as u64,
+            low: bytes as u64,
+            high: (bytes >> 64) as u64,
+        }
+    }
+
+    /// Word by word: compared as one array, the words were stored to the
+    /// stack and reloaded wider, a stall that cost more than the compare.
+    fn same(self, other: Self) -> bool {
+        self.len == other.len && self.low == other.low && self.high == other.high
+    }
+
+    fn slot(self) -> usize {
+        // A multiplicative hash: its top bits are the best mixed (SLOTS is
+        // 2^9); a collision only costs a fresh `str`.
+        let hash =
+            (self.low ^ self.high.rotate_left(29) ^ self.len).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        usize::try_from(hash >> 55).unwrap_or(0)
+    }
+}
+
+impl KeyCache {
+    pub(super) const fn new() -> Self {
+        Self {
+            slots: [const { None }; SLOTS],
+        }
+    }
+
+    /// The key `str` of ASCII `input[start..end]`, from the cache or made
+    /// (and kept if it is short).
+    ///
+    /// # Safety
+    /// Every byte of `input[start..end]` is ASCII (see [`ascii`]).
+    pub(super) unsafe fn ascii_key<'py>(
+        &mut self,
+        py: Python<'py>,
+        input: &[u8],
+        start: usize,
+        end: usize,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let bytes = &input[start..end];
+        if bytes.len() > MAX_KEY {
+            // SAFETY: forwarded from the caller.
+            return unsafe { ascii(py, bytes) };
+        }
+        let words = Words::of(input, start, end);
+        let slot = &mut self.slots[words.slot()];
+        if let Some(hit) = slot {
+            if hit.words.same(words) {
+                return Ok(hit.key.bind(py).clone());
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        let key = unsafe { ascii(py, bytes)? };
+        *slot = Some(Slot {
+            words,
+            key: key.clone().unbind(),
+        });
+        Ok(key)
+    }
+}
