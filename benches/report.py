@@ -25,6 +25,8 @@ Sections of the report:
    transport, google-genai and ADK (``benches/e2e.py``).
 10. Interactions API streams: fastagg, its twin and google-genai's Interactions
     path (``benches/interactions.py``).
+11. The JSON text builder of the binding (R7) on the parts the core keeps,
+    against jiter and orjson (``benches/builder.py``).
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ from typing import Any
 
 import fastagg
 
+from . import builder, corpus, e2e, interactions, loop, sdk_chunks, threads
 from . import contenders as C
-from . import corpus, e2e, interactions, loop, sdk_chunks, threads
 from .verdict import judge
 
 __all__ = ["main"]
@@ -625,6 +627,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lambda settings: interactions.interactions_markdown(
                     0.1 if settings.quick else 1.0, 1 if settings.quick else 5
                 ),
+            ),
+            (
+                "JSON text builder: the parts the core keeps (spec/performance.md R7)",
+                builder.builder_markdown,
             ),
         ]
         for title, section in extras:

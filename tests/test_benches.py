@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``benches`` lives in the source tree, it is not installed
     sys.path.insert(0, str(ROOT))
 
-from benches import contenders, corpus, e2e  # noqa: E402
+from benches import builder, contenders, corpus, e2e, report  # noqa: E402
 
 
 def _aggregate(factory: type, body: bytes, size: int = 4096, deltas: bool = False) -> dict:
@@ -110,6 +110,22 @@ def test_k5_quick_run_exits_zero_shows_progress_and_judges_no_target(tmp_path: P
     assert ": met" not in report and "not met" not in report
     assert "[bench] text: fastagg " in proc.stderr
     assert "[bench] section: Agent-loop cost" in proc.stderr
+
+
+def test_r7_builder_section_times_every_contender_on_the_kept_parts() -> None:
+    _, settings = report.parse_args(["--quick", "--streams", "tool_parallel"])
+    texts = builder.part_texts(corpus.build("tool_parallel", scale=settings.scale))
+    assert texts and all(b'"functionCall"' in t for t in texts)
+    rows = [r for r in builder.builder_markdown(settings).splitlines() if r.startswith("| tool_")]
+    labels = [r.split(" | ")[3] for r in rows]
+    assert labels == [
+        "fastagg",
+        "jiter",
+        "jiter (keys cache)",
+        "orjson.loads",
+        "serde Value + to_py",
+    ]
+    assert rows[0].endswith("| 1.00x |")
 
 
 @pytest.mark.parametrize("kind", ["plain", "fake"])
