@@ -360,4 +360,5 @@ def _json_to_py(text: str) -> Any:
 
 def _json_to_py_via_value(text: str) -> Any:
     """The same through a ``serde_json::Value`` tree and its conversion (the path the
-    builder replaces); ``-0`` is ``-0.0`` there."""
+    builder replaces); ``-0`` is ``-0.0`` there, and 128 levels of nesting are too many
+    (``serde_json``'s default limit; the core lifts it)."""

@@ -223,6 +223,27 @@ def test_r7_any_json_text_builds_what_the_value_path_converts(value: Any, style:
     assert typed(_json_to_py(text)) == typed(_json_to_py_via_value(text))
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_VALUES, st.data())
+def test_r7_a_damaged_text_builds_what_orjson_loads_or_is_a_value_error(
+    value: Any, data: st.DataObject
+) -> None:
+    # One character of a valid text replaced, deleted or inserted: mostly
+    # invalid, always read the way orjson reads it, never a crash.
+    text = json.dumps(value, ensure_ascii=data.draw(st.booleans()))
+    at = data.draw(st.integers(0, len(text)))
+    new = data.draw(st.sampled_from([*'{}[]",:\\ 0-1.eEtfnu', "\x00", "é", "😀"]))
+    cut = data.draw(st.sampled_from([0, 1]))
+    text = text[:at] + new + text[at + cut :]
+    try:
+        expected = typed(orjson.loads(text))
+    except orjson.JSONDecodeError:
+        with pytest.raises(ValueError, match=r"^invalid JSON at byte \d+: "):
+            _json_to_py(text)
+    else:
+        assert typed(_json_to_py(text)) == expected
+
+
 _DEEP_WORKER = """
 import threading
 from fastagg._fastagg import _json_to_py
