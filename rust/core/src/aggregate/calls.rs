@@ -7,10 +7,10 @@ use serde_json::{Map, Value};
 
 use super::candidate::{CandidateState, Kept, PartKind, Slot};
 use super::merge::shape;
-use super::response::{call_dict, Args};
+use super::response::{call_dict, json_value, Args};
 use super::{Delta, State};
 use crate::diagnostics::Diagnostic;
-use crate::event::read_chunk;
+use crate::event::CallPeek;
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
 
 /// At most this many streamed calls are open at once per candidate (C14).
@@ -213,16 +213,27 @@ impl State {
         })
     }
 
-    /// The chunk of a part kept as text (R7), read without making it a tree.
-    pub(super) fn read_chunk(&mut self, at: At, json: &str) -> Chunk {
-        let chunk = read_chunk(json);
+    /// The chunk of a part kept as text (R7): what the scan read of it,
+    /// the signature and `args` made trees from their place in the text.
+    pub(super) fn raw_chunk(
+        &mut self,
+        at: At,
+        json: &str,
+        signature: Option<(usize, usize)>,
+        call: CallPeek<'_>,
+    ) -> Chunk {
+        let tree = |span: Option<(usize, usize)>| {
+            span.and_then(|(start, end)| json.get(start..end))
+                .map(json_value)
+        };
         Chunk {
-            id: chunk.id.map(Cow::into_owned),
-            name: chunk.name.map(Cow::into_owned),
-            signature: chunk.signature,
-            args: chunk.args,
-            partial_args: self.partial_args(at, chunk.partial_args),
-            keeps_open: chunk.keeps_open,
+            id: call.id.map(Cow::into_owned),
+            name: call.name.map(Cow::into_owned),
+            // RULE P5: the signature stays exactly as received, on its call.
+            signature: tree(signature).filter(|v| !v.is_null()),
+            args: tree(call.args),
+            partial_args: self.partial_args(at, call.partial_args),
+            keeps_open: call.keeps_open,
         }
     }
 

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{
-    CallPeek, CandidateIn, ChunkIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn,
-    RawPartIn, Shaped, TextOrValue,
+    CallPeek, CandidateIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn, RawPartIn,
+    Shaped, TextOrValue,
 };
 use crate::scan::{Scan, Scanner};
 
@@ -145,6 +145,7 @@ fn read_part<'a>(s: &mut Scanner<'a>) -> Scan<PartIn<'a>> {
         thought: false,
         has_call_key: false,
         call: None,
+        signature: None,
     };
     // Every entry so far is a string `text` or a boolean `thought`.
     let mut plain = true;
@@ -156,6 +157,12 @@ fn read_part<'a>(s: &mut Scanner<'a>) -> Scan<PartIn<'a>> {
         match (key.as_ref(), next) {
             ("text", Some(b'"')) => part.text = Some(s.string()?),
             ("thought", Some(b't' | b'f')) => part.thought = s.value()? == Value::Bool(true),
+            ("thoughtSignature", _) => {
+                plain = false;
+                let at = s.position();
+                s.skip_value()?;
+                part.signature = Some((at - start, s.position() - start));
+            }
             ("functionCall", Some(b'{')) => {
                 plain = false;
                 part.has_call_key = true;
@@ -209,18 +216,20 @@ fn read_call<'a>(s: &mut Scanner<'a>, part_start: usize) -> Scan<CallPeek<'a>> {
                     (next == Some(b'{')).then(|| (start - part_start, s.position() - part_start));
             }
             "partialArgs" => {
-                s.skip_value()?;
+                let value = s.value()?;
                 // Null and `[]` mark no chunk; any other value does (C3).
-                partial = match next {
-                    Some(b'n') => false,
-                    Some(b'[') => !s.since(start)[1..].trim_start().starts_with(']'),
+                partial = match &value {
+                    Value::Null => false,
+                    Value::Array(items) => !items.is_empty(),
                     _ => true,
                 };
+                out.partial_args = Some(value);
             }
-            _ => {
-                will_continue |= key == "willContinue";
-                s.skip_value()?;
+            "willContinue" => {
+                will_continue = true;
+                out.keeps_open = s.value()? == Value::Bool(true);
             }
+            _ => s.skip_value()?,
         }
     }
     // RULE C3: a chunk streams when it has partial arguments, says it will
@@ -235,54 +244,4 @@ fn string_or_skip<'a>(s: &mut Scanner<'a>, next: Option<u8>) -> Scan<Option<Cow<
     } else {
         s.skip_value().map(|()| None)
     }
-}
-
-/// What a streamed call chunk carries (C3), read from its part's text
-/// (validated when it arrived) without making the part a tree.
-#[must_use]
-pub fn read_chunk(json: &str) -> ChunkIn<'_> {
-    let mut out = ChunkIn::default();
-    // The text was validated as an object when it arrived.
-    let _ = read_chunk_fields(&mut Scanner::new(json), &mut out);
-    out
-}
-
-fn read_chunk_fields<'a>(s: &mut Scanner<'a>, out: &mut ChunkIn<'a>) -> Scan<()> {
-    s.begin_object()?;
-    let mut first = true;
-    while let Some(key) = s.next_key(&mut first)? {
-        match (key.as_ref(), s.peek()) {
-            ("thoughtSignature", _) => {
-                out.signature = Some(s.value()?).filter(|v| !v.is_null());
-            }
-            ("functionCall", Some(b'{')) => {
-                // A repeated key: the last object is the call, as in a tree.
-                let signature = out.signature.take();
-                *out = ChunkIn {
-                    signature,
-                    ..ChunkIn::default()
-                };
-                read_chunk_call(s, out)?;
-            }
-            _ => s.skip_value()?,
-        }
-    }
-    Ok(())
-}
-
-fn read_chunk_call<'a>(s: &mut Scanner<'a>, out: &mut ChunkIn<'a>) -> Scan<()> {
-    s.begin_object()?;
-    let mut first = true;
-    while let Some(key) = s.next_key(&mut first)? {
-        let next = s.peek();
-        match key.as_ref() {
-            "id" => out.id = string_or_skip(s, next)?,
-            "name" => out.name = string_or_skip(s, next)?,
-            "args" => out.args = Some(s.value()?),
-            "partialArgs" => out.partial_args = Some(s.value()?),
-            "willContinue" => out.keeps_open = s.value()? == Value::Bool(true),
-            _ => s.skip_value()?,
-        }
-    }
-    Ok(())
 }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 mod bytes;
 mod tree;
 
-pub use bytes::{parse_event, read_chunk};
+pub use bytes::parse_event;
 pub use tree::event_from_map;
 
 /// orjson's nesting limit, which both implementations share (F10).
@@ -95,6 +95,9 @@ pub struct RawPartIn<'a> {
     pub has_call_key: bool,
     /// `functionCall`, when it is an object (C1, C3).
     pub call: Option<CallPeek<'a>>,
+    /// Where `thoughtSignature`'s value is in the part's text (a streamed
+    /// chunk's signature goes to its call, P5).
+    pub signature: Option<(usize, usize)>,
 }
 
 /// What C1, C3 and C11 read of a `functionCall` object.
@@ -108,18 +111,10 @@ pub struct CallPeek<'a> {
     pub name: Option<Cow<'a, str>>,
     /// Where `args` is in the part's text, when it is an object.
     pub args: Option<(usize, usize)>,
-}
-
-/// What a streamed call chunk carries (C3): the part's non-null
-/// `thoughtSignature` and its `functionCall`'s fields (`id` and `name` when
-/// strings; `willContinue` when `true`).
-#[derive(Debug, Default)]
-pub struct ChunkIn<'a> {
-    pub signature: Option<Value>,
-    pub id: Option<Cow<'a, str>>,
-    pub name: Option<Cow<'a, str>>,
-    pub args: Option<Value>,
+    /// `partialArgs`, read as a tree in the same pass: it is applied to the
+    /// call's arguments (C4), never kept as text.
     pub partial_args: Option<Value>,
+    /// `willContinue` is `true` (C6).
     pub keeps_open: bool,
 }
 
