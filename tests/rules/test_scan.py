@@ -95,3 +95,21 @@ def test_r8_a_bad_value_inside_a_kept_part_skips_the_event(impl: ModuleType, bad
     result = agg.close()
     assert result.parts == []
     assert [d.code for d in result.diagnostics] == ["invalid_json"]
+
+
+def test_r8_interactions_events_read_minus_zero_as_the_int_zero(impl: ModuleType) -> None:
+    # The Interactions events were read by serde_json, which made `-0` the float -0.0.
+    agg = impl.StreamAggregator(api="interactions")
+    agg.feed(
+        b'event: step.start\ndata: {"event_type":"step.start","index":0,"step":'
+        b'{"type":"function_call","id":"c","name":"f","arguments":{"x":-0,"y":-0.0}}}\n\n'
+        b'event: step.stop\ndata: {"event_type":"step.stop","index":0}\n\n'
+    )
+    calls = agg.close().function_calls
+    assert _typed(calls) == [
+        [
+            ("id", ("str", "c")),
+            ("name", ("str", "f")),
+            ("args", [("x", ("int", 0)), ("y", ("float", "-0.0"))]),
+        ]
+    ]

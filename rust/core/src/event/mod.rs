@@ -143,42 +143,6 @@ impl TextOrValue<'_> {
     }
 }
 
-/// `serde_json` refuses documents nested deeper than this.
-const SERDE_DEPTH_LIMIT: usize = 128;
-
-/// F10: a `serde_json` parse that failed may have hit its nesting limit,
-/// below orjson's: decided from the error's category and the document's
-/// depth, never from the error's text (another crate's wording is not an
-/// interface). The Interactions events are still read with `serde_json`.
-pub(crate) fn needs_deep_parse(err: &serde_json::Error, data: &[u8]) -> bool {
-    err.is_syntax() && (SERDE_DEPTH_LIMIT..=MAX_JSON_DEPTH).contains(&nesting_depth(data))
-}
-
-/// The deepest nesting of arrays and objects outside strings.
-pub(crate) fn nesting_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::aggregate::{Closed, Delta, Deltas, Options};
 use crate::diagnostics::Diagnostic;
 use crate::error::{ErrorKind, MalformedStream};
-use crate::event::needs_deep_parse;
+use crate::scan::Scanner;
 use framing::{IxFrame, IxFramer};
 use steps::{implied_type, Step};
 
@@ -110,27 +110,16 @@ pub struct IxAggregator {
     closed: Option<Arc<IxResponse>>,
 }
 
-/// Parses one payload like orjson: nesting up to 1024, UTF-8 checked (I4).
-/// The error says whether the payload was JSON but not an object.
+/// Parses one payload like orjson (I4, R8: the scanner the generateContent
+/// events use, so `-0` is the int 0 here too). The error says whether the
+/// payload was JSON but not an object.
 fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, (ErrorKind, bool)> {
-    let mut de = serde_json::Deserializer::from_slice(data);
-    let parsed: Result<Value, _> =
-        serde::Deserialize::deserialize(&mut de).and_then(|v| de.end().map(|()| v));
-    let value = match parsed {
-        Ok(v) => Ok(v),
-        Err(e) if needs_deep_parse(&e, data) => {
-            let mut de = serde_json::Deserializer::from_slice(data);
-            de.disable_recursion_limit();
-            serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
-                .and_then(|v| de.end().map(|()| v))
-        }
-        Err(e) => Err(e),
-    };
-    match value {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err((ErrorKind::InvalidJson, true)),
-        Err(_) if std::str::from_utf8(data).is_err() => Err((ErrorKind::InvalidUtf8, false)),
-        Err(_) => Err((ErrorKind::InvalidJson, false)),
+    let text = std::str::from_utf8(data).map_err(|_| (ErrorKind::InvalidUtf8, false))?;
+    let mut s = Scanner::new(text);
+    match s.value() {
+        Ok(Value::Object(map)) if s.at_end() => Ok(map),
+        Ok(_) if s.at_end() => Err((ErrorKind::InvalidJson, true)),
+        _ => Err((ErrorKind::InvalidJson, false)),
     }
 }
 
