@@ -15,7 +15,7 @@ use crate::scan::{Scan, Scanner};
 /// Parses one payload. F10's order: invalid UTF-8 anywhere first, then
 /// invalid JSON, then a value that is not an object.
 pub fn parse_event(data: &[u8]) -> Result<EventIn<'_>, ParseError> {
-    let text = std::str::from_utf8(data).map_err(|_| ParseError::InvalidUtf8)?;
+    let text = simdutf8::basic::from_utf8(data).map_err(|_| ParseError::InvalidUtf8)?;
     let mut s = Scanner::new(text);
     let event = if s.peek() == Some(b'{') {
         read_event(&mut s).map(Some)

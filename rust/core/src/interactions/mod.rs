@@ -114,7 +114,7 @@ pub struct IxAggregator {
 /// events use, so `-0` is the int 0 here too). The error says whether the
 /// payload was JSON but not an object.
 fn parse_payload(data: &[u8]) -> Result<Map<String, Value>, (ErrorKind, bool)> {
-    let text = std::str::from_utf8(data).map_err(|_| (ErrorKind::InvalidUtf8, false))?;
+    let text = simdutf8::basic::from_utf8(data).map_err(|_| (ErrorKind::InvalidUtf8, false))?;
     let mut s = Scanner::new(text);
     match s.value() {
         Ok(Value::Object(map)) if s.at_end() => Ok(map),
