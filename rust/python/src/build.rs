@@ -10,6 +10,8 @@ mod shared;
 mod strings;
 mod text;
 
+pub(crate) use strings::new_str;
+
 use std::sync::MutexGuard;
 
 use pyo3::exceptions::PyValueError;

@@ -39,7 +39,7 @@ pub(crate) fn part_to_py<'py>(py: Python<'py>, part: &Part) -> PyResult<Bound<'p
     match part {
         Part::Text { text, thought } => {
             let dict = PyDict::new(py);
-            dict.set_item(intern!(py, "text"), PyString::new(py, text))?;
+            dict.set_item(intern!(py, "text"), crate::build::new_str(py, text)?)?;
             if *thought {
                 dict.set_item(intern!(py, "thought"), true)?;
             }

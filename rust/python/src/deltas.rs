@@ -128,7 +128,7 @@ pub(crate) fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, Py
                 candidate,
                 index,
                 // R6: built once here, not on each read of `.text`.
-                text: PyString::new(py, &text).unbind(),
+                text: crate::build::new_str(py, &text)?.unbind(),
                 thought,
             },
         )

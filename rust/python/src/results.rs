@@ -10,6 +10,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 
+use crate::build::new_str;
 use crate::convert::{map_to_py, opt_to_py, part_to_py, to_py};
 use crate::errors::diagnostics_to_py;
 
@@ -113,12 +114,12 @@ impl Candidate {
     }
 
     fn text_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
-        once(py, &self.text, || Ok(PyString::new(py, self.text_of())))
+        once(py, &self.text, || new_str(py, self.text_of()))
     }
 
     fn thought_text_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
         once(py, &self.thought_text, || {
-            Ok(PyString::new(py, self.thought_text_of()))
+            new_str(py, self.thought_text_of())
         })
     }
 

@@ -32,6 +32,17 @@ pub(super) unsafe fn ascii<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound
     }
 }
 
+/// A `str` of any `text`, made the cheapest way for what it holds (text
+/// deltas, text runs and the joined text use it too).
+pub(crate) fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    if text.is_ascii() {
+        // SAFETY: every byte was just checked to be ASCII.
+        unsafe { ascii(py, text.as_bytes()) }
+    } else {
+        utf8(py, text)
+    }
+}
+
 /// A `str` of the UTF-8 `bytes` of a decoded string (not all ASCII).
 pub(super) fn utf8_bytes<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
     if bytes.len() >= SHORT {
