@@ -19,7 +19,7 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
         Value::Number(n) => number_to_py(py, n)?,
-        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::String(s) => crate::build::new_str(py, s)?.into_any(),
         Value::Array(items) => stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
             let list = PyList::empty(py);
             for item in items {
