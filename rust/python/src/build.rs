@@ -5,7 +5,6 @@
 //! error here (a `ValueError` naming the byte), never a panic.
 
 mod number;
-mod scan;
 mod shared;
 mod strings;
 mod text;
@@ -19,6 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use crate::convert::{STACK_GROWTH, STACK_RED_ZONE};
+// The string-run search the core's payload scan uses too.
+use fastagg_core::scan::run as scan;
 use shared::Shared;
 
 /// orjson's limit (F10): a deeper value is an error, as it is there.

@@ -16,6 +16,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::event::MAX_JSON_DEPTH;
 
+pub mod run;
+
 /// The payload is not valid JSON (where exactly does not matter: F8 skips it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Invalid;
@@ -180,7 +182,7 @@ impl<'a> Scanner<'a> {
     /// `"` or `\`; a control character before it is an error.
     fn plain_run(&self) -> Scan<usize> {
         let bytes = self.bytes();
-        let i = self.pos + special_at(bytes.get(self.pos..).unwrap_or_default());
+        let (i, _) = run::plain_run(bytes, self.pos);
         match bytes.get(i) {
             Some(b'"' | b'\\') => Ok(i),
             _ => Err(Invalid), // a control character, or no end
@@ -475,34 +477,6 @@ impl<'a> Scanner<'a> {
             }
         }
     }
-}
-
-/// The index of the first `"`, `\` or control character (below 0x20) in
-/// `bytes`, or its length: eight bytes at a time, one pass (a string's text is
-/// checked for all three at once; UTF-8 was checked for the whole payload).
-fn special_at(bytes: &[u8]) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let mut i = 0;
-    while let Some(word) = bytes.get(i..i + 8) {
-        let mut w = [0; 8];
-        w.copy_from_slice(word);
-        let x = u64::from_le_bytes(w);
-        // Flags the bytes equal to `"` or `\` or below 0x20; a flag can be
-        // wrong only after the first true one, which is the one used.
-        let found = has_zero(x ^ (ONES * u64::from(b'"')))
-            | has_zero(x ^ (ONES * u64::from(b'\\')))
-            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
-        if found != 0 {
-            return i + (found.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i + bytes[i..]
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .unwrap_or(bytes.len() - i)
 }
 
 /// The number of leading ASCII digits.

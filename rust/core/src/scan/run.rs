@@ -1,16 +1,16 @@
-//! The string scanner of the builder: where a run of plain string bytes ends.
-//!
-//! R7 (binding): sixteen bytes at a time (SSE2, which every x86-64 has; two
-//! words elsewhere). Part texts carry kilobytes of base64 signatures and
+//! Where a run of plain string bytes ends, for the payload scan (R8) and the
+//! binding's builder (R7, binding): sixteen bytes at a time (SSE2, which every
+//! x86-64 has; two words elsewhere). Part texts carry kilobytes of base64 signatures and
 //! argument text, and arguments written as code have an escape every few
 //! bytes, so both long runs and short ones must be cheap.
 
 /// Bytes of input the scanner looks at at once.
-pub(super) const BLOCK: usize = 16;
+pub const BLOCK: usize = 16;
 
 /// The `BLOCK` bytes from `pos`; past the end, zeros (control characters:
 /// the end stops a run as they do).
-pub(super) fn block_at(bytes: &[u8], pos: usize) -> [u8; BLOCK] {
+#[must_use]
+pub fn block_at(bytes: &[u8], pos: usize) -> [u8; BLOCK] {
     let mut block = [0u8; BLOCK];
     if let Some(whole) = bytes.get(pos..pos + BLOCK) {
         block.copy_from_slice(whole);
@@ -26,7 +26,8 @@ pub(super) fn block_at(bytes: &[u8], pos: usize) -> [u8; BLOCK] {
 /// and whether the bytes before it are all ASCII.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub(super) fn first_stop(block: &[u8; BLOCK]) -> (usize, bool) {
+#[must_use]
+pub fn first_stop(block: &[u8; BLOCK]) -> (usize, bool) {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
@@ -49,7 +50,8 @@ pub(super) fn first_stop(block: &[u8; BLOCK]) -> (usize, bool) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-pub(super) fn first_stop(block: &[u8; BLOCK]) -> (usize, bool) {
+#[must_use]
+pub fn first_stop(block: &[u8; BLOCK]) -> (usize, bool) {
     let mut before = [0u8; 8];
     before.copy_from_slice(&block[..8]);
     let mut after = [0u8; 8];
@@ -84,7 +86,8 @@ fn word_stop(word: u64) -> (usize, bool) {
 /// From `from`, the index of the first byte that ends a run of plain string
 /// bytes, or `bytes.len()`; and whether the run is all ASCII.
 #[inline]
-pub(super) fn plain_run(bytes: &[u8], from: usize) -> (usize, bool) {
+#[must_use]
+pub fn plain_run(bytes: &[u8], from: usize) -> (usize, bool) {
     let mut pos = from;
     let mut ascii = true;
     loop {
