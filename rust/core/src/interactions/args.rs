@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::aggregate::q;
 use crate::event::MAX_JSON_DEPTH;
+use crate::scan::short_escape;
 
 /// Paths longer than this are not yielded live (I15).
 pub const MAX_LIVE_PATH: usize = 1024;
@@ -561,26 +562,16 @@ impl ArgParser {
                 _ => Err(Self::unexpected(b)),
             },
             Lex::Escape { key } => {
-                let c = match b {
-                    b'"' => '"',
-                    b'\\' => '\\',
-                    b'/' => '/',
-                    b'b' => '\u{8}',
-                    b'f' => '\u{c}',
-                    b'n' => '\n',
-                    b'r' => '\r',
-                    b't' => '\t',
-                    b'u' => {
-                        self.lex = Lex::Unicode {
-                            key,
-                            n: 0,
-                            code: 0,
-                            high: None,
-                        };
-                        return Ok(());
-                    }
-                    _ => return Err("invalid escape".into()),
-                };
+                if b == b'u' {
+                    self.lex = Lex::Unicode {
+                        key,
+                        n: 0,
+                        code: 0,
+                        high: None,
+                    };
+                    return Ok(());
+                }
+                let c = short_escape(b).ok_or_else(|| "invalid escape".to_owned())?;
                 self.cur.push(c);
                 self.lex = Lex::Str { key };
                 Ok(())

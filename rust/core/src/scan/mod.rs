@@ -98,6 +98,19 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
+    /// Consumes `open` and enters the container; true (and left again) when
+    /// `close` follows at once.
+    fn opens(&mut self, open: u8, close: u8) -> Scan<bool> {
+        self.eat(open)?;
+        self.enter()?;
+        if self.peek() == Some(close) {
+            self.pos += 1;
+            self.depth -= 1;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// Consumes `{`; entries follow through `next_key`.
     pub fn begin_object(&mut self) -> Scan<()> {
         self.eat(b'{')?;
@@ -219,18 +232,10 @@ impl<'a> Scanner<'a> {
     fn escape(&mut self) -> Scan<char> {
         let b = *self.bytes().get(self.pos).ok_or(Invalid)?;
         self.pos += 1;
-        Ok(match b {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => return self.unicode_escape(),
-            _ => return Err(Invalid),
-        })
+        if b == b'u' {
+            return self.unicode_escape();
+        }
+        short_escape(b).ok_or(Invalid)
     }
 
     /// `\uXXXX` after its `u`; a high surrogate must be followed by a low one.
@@ -359,22 +364,14 @@ impl<'a> Scanner<'a> {
             // A value starts here.
             match self.peek() {
                 Some(b'{') => {
-                    self.begin_object()?;
-                    if self.peek() == Some(b'}') {
-                        self.pos += 1;
-                        self.depth -= 1;
-                    } else {
+                    if !self.opens(b'{', b'}')? {
                         self.key()?;
                         self.open.push(true);
                         continue;
                     }
                 }
                 Some(b'[') => {
-                    self.begin_array()?;
-                    if self.peek() == Some(b']') {
-                        self.pos += 1;
-                        self.depth -= 1;
-                    } else {
+                    if !self.opens(b'[', b']')? {
                         self.open.push(false);
                         continue;
                     }
@@ -416,10 +413,7 @@ impl<'a> Scanner<'a> {
         loop {
             let mut done = match self.peek() {
                 Some(b'{') => {
-                    self.begin_object()?;
-                    if self.peek() == Some(b'}') {
-                        self.pos += 1;
-                        self.depth -= 1;
+                    if self.opens(b'{', b'}')? {
                         Value::Object(Map::new())
                     } else {
                         let key = self.key()?.into_owned();
@@ -428,10 +422,7 @@ impl<'a> Scanner<'a> {
                     }
                 }
                 Some(b'[') => {
-                    self.begin_array()?;
-                    if self.peek() == Some(b']') {
-                        self.pos += 1;
-                        self.depth -= 1;
+                    if self.opens(b'[', b']')? {
                         Value::Array(Vec::new())
                     } else {
                         stack.push(Frame::Array(Vec::new()));
@@ -477,6 +468,22 @@ impl<'a> Scanner<'a> {
             }
         }
     }
+}
+
+/// The character of a one-letter escape (`\n` ...), after its `\`.
+#[must_use]
+pub fn short_escape(b: u8) -> Option<char> {
+    Some(match b {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        _ => return None,
+    })
 }
 
 /// The number of leading ASCII digits.

@@ -144,17 +144,7 @@ impl<'a, 'py> Builder<'a, 'py> {
     }
 }
 
-/// The byte of a one-letter escape.
+/// The byte of a one-letter escape (all are ASCII).
 fn simple_escape(escape: u8) -> Option<u8> {
-    Some(match escape {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'/' => b'/',
-        b'b' => 0x08,
-        b'f' => 0x0c,
-        b'n' => b'\n',
-        b'r' => b'\r',
-        b't' => b'\t',
-        _ => return None,
-    })
+    fastagg_core::scan::short_escape(escape).and_then(|c| u8::try_from(c).ok())
 }
