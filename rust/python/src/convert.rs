@@ -50,6 +50,20 @@ pub(crate) fn part_to_py<'py>(py: Python<'py>, part: &Part) -> PyResult<Bound<'p
     }
 }
 
+/// `{"id": id, "name": name, "args": args}` (C11; None for an absent id or name).
+pub(crate) fn call_to_py<'py>(
+    py: Python<'py>,
+    id: Option<&str>,
+    name: Option<&str>,
+    args: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item(intern!(py, "id"), id)?;
+    dict.set_item(intern!(py, "name"), name)?;
+    dict.set_item(intern!(py, "args"), args)?;
+    Ok(dict)
+}
+
 pub(crate) fn map_to_py<'py>(
     py: Python<'py>,
     map: &Map<String, Value>,

@@ -1,13 +1,13 @@
 //! The delta classes `feed()` returns (aggregation.md "Deltas").
 
-use fastagg_core::aggregate::Delta;
+use fastagg_core::aggregate::{Args, Delta, EndedCall, RawPart};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 use serde_json::Value;
 
-use crate::convert::to_py;
+use crate::convert::{call_to_py, to_py};
 
 macro_rules! record_class {
     ($name:ident, $doc:literal, $($field:ident : $ty:ty),+) => {
@@ -71,17 +71,43 @@ record_class!(CallEnd, "A function call is complete: `call` is {\"id\", \"name\"
 /// text, whose `str` costs as much as parsing it, and most consumers never
 /// read `ArgDelta.value` or `CallEnd.call`.
 pub struct LazyJson {
-    value: Value,
+    source: Source,
     object: PyOnceLock<Py<PyAny>>,
 }
 
+/// What a [`LazyJson`] builds its object from.
+enum Source {
+    Value(Value),
+    /// R9: a complete call's part text, shared with the kept part.
+    Call(RawPart),
+}
+
 impl LazyJson {
-    fn new(value: Value) -> Self {
+    fn new(source: Source) -> Self {
         Self {
-            value,
+            source,
             object: PyOnceLock::new(),
         }
     }
+
+    fn build<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.source {
+            Source::Value(value) => to_py(py, value),
+            Source::Call(part) => raw_call_to_py(py, part),
+        }
+    }
+}
+
+/// R9: the call of a complete call part, its arguments built from the
+/// part's text (C11: absent args are `{}`).
+fn raw_call_to_py<'py>(py: Python<'py>, part: &RawPart) -> PyResult<Bound<'py, PyAny>> {
+    let call = part.call_ref();
+    let args = match call.args {
+        Some(Args::Json(json)) => crate::build::json_to_py(py, json)?,
+        Some(Args::Value(value)) => to_py(py, value)?,
+        None => PyDict::new(py).into_any(),
+    };
+    Ok(call_to_py(py, call.id, call.name, args)?.into_any())
 }
 
 impl<'py> FromPyObject<'_, 'py> for LazyJson {
@@ -91,7 +117,7 @@ impl<'py> FromPyObject<'_, 'py> for LazyJson {
         let object = PyOnceLock::new();
         let _ = object.set(obj.py(), obj.to_owned().unbind());
         Ok(Self {
-            value: Value::Null,
+            source: Source::Value(Value::Null),
             object,
         })
     }
@@ -104,7 +130,7 @@ impl<'py> IntoPyObject<'py> for &LazyJson {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.object
-            .get_or_try_init(py, || to_py(py, &self.value).map(Bound::unbind))
+            .get_or_try_init(py, || self.build(py).map(Bound::unbind))
             .map(|o| o.bind(py).clone())
     }
 }
@@ -159,7 +185,7 @@ pub(crate) fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, Py
                 candidate,
                 index,
                 json_path,
-                value: LazyJson::new(value),
+                value: LazyJson::new(Source::Value(value)),
             },
         )
         .map(Bound::into_any),
@@ -172,7 +198,10 @@ pub(crate) fn delta_to_py(py: Python<'_>, delta: Delta) -> PyResult<Bound<'_, Py
             CallEnd {
                 candidate,
                 index,
-                call: LazyJson::new(call),
+                call: LazyJson::new(match call {
+                    EndedCall::Raw(part) => Source::Call(part),
+                    EndedCall::Value(value) => Source::Value(value),
+                }),
             },
         )
         .map(Bound::into_any),

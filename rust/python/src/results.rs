@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use pyo3::IntoPyObjectExt;
 
 use crate::build::new_str;
-use crate::convert::{map_to_py, opt_to_py, part_to_py, to_py};
+use crate::convert::{call_to_py, map_to_py, opt_to_py, part_to_py, to_py};
 use crate::errors::diagnostics_to_py;
 
 /// R6: the value in `cell`, built by `make` on the first read.
@@ -94,9 +94,6 @@ impl Candidate {
                 return Ok(list.unbind());
             };
             for (&i, call) in data.call_parts.iter().zip(data.function_calls()) {
-                let d = PyDict::new(py);
-                d.set_item(intern!(py, "id"), call.id)?;
-                d.set_item(intern!(py, "name"), call.name)?;
                 // The args dict of the part itself: one object, not a copy.
                 let args = match call.args {
                     Some(_) => parts
@@ -105,8 +102,7 @@ impl Candidate {
                         .get_item(intern!(py, "args"))?,
                     None => PyDict::new(py).into_any(),
                 };
-                d.set_item(intern!(py, "args"), args)?;
-                list.append(d)?;
+                list.append(call_to_py(py, call.id, call.name, args)?)?;
             }
             Ok::<_, PyErr>(list.unbind())
         })?;

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::candidate::{CandidateState, Kept, PartKind, Slot};
 use super::merge::shape;
-use super::response::{call_dict, json_value, Args};
+use super::response::{call_dict, json_value, Args, EndedCall};
 use super::{Delta, State};
 use crate::diagnostics::Diagnostic;
 use crate::event::CallPeek;
@@ -149,12 +149,17 @@ impl State {
                 name: info.name.map(str::to_owned),
             });
         }
-        // R5: the copy of the arguments only for a consumer of `CallEnd`.
+        // R5: a `CallEnd` only for a consumer of it; R9: it shares the
+        // part's text rather than copying the arguments.
         if self.opts.deltas.all() {
+            let call = match &part {
+                Kept::Raw { part, .. } => EndedCall::Raw(part.clone()),
+                Kept::Tree(_) => EndedCall::Value(info.to_value()),
+            };
             deltas.push(Delta::CallEnd {
                 candidate: cand.index,
                 index: slot,
-                call: info.to_value(),
+                call,
             });
         }
         cand.slots.push(Slot::Kept {
@@ -464,7 +469,7 @@ pub(super) fn close_call(
             deltas.push(Delta::CallEnd {
                 candidate,
                 index: call.slot,
-                call: call.call_value(),
+                call: EndedCall::Value(call.call_value()),
             });
         }
     } else {

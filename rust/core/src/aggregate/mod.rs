@@ -24,7 +24,7 @@ use candidate::{CandidateState, Checkpoint};
 use merge::{merge_fields, response_id_change, set_last, shape};
 pub use render::{cj, py_float_repr, q};
 pub use response::{
-    content_value, Args, CallRef, CandidateResult, Part, RawCall, RawPart, Response,
+    content_value, Args, CallRef, CandidateResult, EndedCall, Part, RawCall, RawPart, Response,
 };
 
 /// The largest `max_array_index` accepted (D2b).
@@ -106,7 +106,7 @@ pub enum Delta {
     CallEnd {
         candidate: u32,
         index: usize,
-        call: Value,
+        call: EndedCall,
     },
     Finish {
         candidate: u32,

@@ -1,6 +1,8 @@
 //! The result of aggregation (api.md `AggregatedResponse`, `Candidate`; D rules):
 //! what `close()` and `snapshot()` return and its `GenerateContentResponse` form (D2).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::candidate::CandidateState;
@@ -104,7 +106,8 @@ pub enum Part {
 /// A part's JSON text as it arrived (validated strictly, R8).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawPart {
-    pub json: Box<str>,
+    /// R9: shared, not copied, with the `CallEnd` of a complete call.
+    pub json: Arc<str>,
     /// What C11 reads, for a function-call part.
     pub call: Option<RawCall>,
 }
@@ -161,6 +164,27 @@ impl RawPart {
                 .args
                 .and_then(|(start, end)| self.json.get(start..end))
                 .map(Args::Json),
+        }
+    }
+}
+
+/// The call a `CallEnd` delta reports: `{"id", "name", "args"}` (C11).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EndedCall {
+    /// R9: a call that came whole, as its part's text (the same `Arc`, not
+    /// a copy): a consumer that never reads it pays nothing for it.
+    Raw(RawPart),
+    /// A streamed call (its arguments were built here) or an Interactions step.
+    Value(Value),
+}
+
+impl EndedCall {
+    /// The call as a tree.
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Raw(part) => part.call_ref().to_value(),
+            Self::Value(value) => value.clone(),
         }
     }
 }

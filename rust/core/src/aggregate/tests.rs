@@ -426,3 +426,36 @@ fn e14_a_token_covers_its_own_event_and_not_later_output() {
         (Some("c1"), false)
     );
 }
+
+#[test]
+fn r9_call_end_of_a_complete_call_shares_the_part_text() {
+    let (res, deltas) = run(&[parts_event(json!([
+        {"functionCall": {"id": "c1", "name": "f", "args": {"q": "caf\u{e9}", "n": [1, -0]}}},
+        {"functionCall": {"name": "g"}},
+    ]))]);
+    let ended: Vec<&EndedCall> = deltas
+        .iter()
+        .filter_map(|d| match d {
+            Delta::CallEnd { call, .. } => Some(call),
+            _ => None,
+        })
+        .collect();
+    let parts = res.first().map(|c| c.parts.clone()).unwrap_or_default();
+    let (
+        [EndedCall::Raw(first), EndedCall::Raw(second)],
+        [Part::Raw(kept_first), Part::Raw(kept_second)],
+    ) = (ended.as_slice(), parts.as_slice())
+    else {
+        panic!("two raw calls expected: {ended:?} {parts:?}");
+    };
+    // One text, two owners: no copy of the arguments for the delta.
+    assert!(Arc::ptr_eq(&first.json, &kept_first.json));
+    assert!(Arc::ptr_eq(&second.json, &kept_second.json));
+    assert_eq!(
+        ended.iter().map(|c| c.to_value()).collect::<Vec<_>>(),
+        vec![
+            json!({"id": "c1", "name": "f", "args": {"q": "caf\u{e9}", "n": [1, 0]}}),
+            json!({"id": null, "name": "g", "args": {}}),
+        ]
+    );
+}

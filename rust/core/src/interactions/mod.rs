@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::aggregate::{Closed, Delta, Deltas, Options};
+use crate::aggregate::{Closed, Delta, Deltas, EndedCall, Options};
 use crate::diagnostics::Diagnostic;
 use crate::error::{ErrorKind, MalformedStream};
 use crate::scan::Scanner;
@@ -608,7 +608,7 @@ impl State {
             deltas.push(Delta::CallEnd {
                 candidate: 0,
                 index: index as usize,
-                call: step.call(&rendered),
+                call: EndedCall::Value(step.call(&rendered)),
             });
         }
     }
