@@ -27,6 +27,8 @@ Sections of the report:
     path (``benches/interactions.py``).
 11. The JSON text builder of the binding (R7) on the parts the core keeps,
     against jiter and orjson (``benches/builder.py``).
+12. Where the time goes: each stage of fastagg's job measured on its own
+    against the floor (``benches/stages.py``), what limits a missed target.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from typing import Any
 
 import fastagg
 
-from . import builder, corpus, e2e, interactions, loop, sdk_chunks, threads
+from . import builder, corpus, e2e, interactions, loop, sdk_chunks, stages, threads
 from . import contenders as C
 from .verdict import judge
 
@@ -632,6 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "JSON text builder: the parts the core keeps (spec/performance.md R7)",
                 builder.builder_markdown,
             ),
+            ("Where the time goes: stages against the floor", stages.stages_markdown),
         ]
         for title, section in extras:
             progress(f"section: {title}")

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``benches`` lives in the source tree, it is not installed
     sys.path.insert(0, str(ROOT))
 
-from benches import builder, contenders, corpus, e2e, report  # noqa: E402
+from benches import builder, contenders, corpus, e2e, report, stages  # noqa: E402
 
 
 def _aggregate(factory: type, body: bytes, size: int = 4096, deltas: bool = False) -> dict:
@@ -149,3 +149,17 @@ def test_e2e_servers_serve_the_corpus_bytes_to_every_transport(kind: str) -> Non
         for transport in ("aiohttp", "httpx"):
             body = asyncio.run(read(server.url, transport))
             assert body == stream.body
+
+
+def test_stages_section_times_each_stage_of_every_stream() -> None:
+    """The profile of issue 12: one row per stream, every stage timed."""
+    _, settings = report.parse_args(["--quick", "--streams", "text,tool_parallel"])
+    rows = [r for r in stages.stages_markdown(settings).splitlines() if r.startswith("| t")]
+    assert [r.split(" | ")[0] for r in rows] == ["| text", "| tool_parallel"]
+    for row in rows:
+        cells = row.strip("| ").split(" | ")
+        assert len(cells) == 9
+        assert all(float(c.rstrip("x")) >= 0 for c in cells[1:])
+    measured = stages.measure(corpus.build("tool_parallel", scale=settings.scale), 2, 1)
+    assert all(len(r) == 2 and all(t >= 0 for t in r) for r in measured.rounds.values())
+    assert all(t > 0 for t in measured.rounds["parts"])
