@@ -10,7 +10,7 @@ use super::merge::shape;
 use super::response::{call_dict, json_value, Args, EndedCall};
 use super::{Delta, State};
 use crate::diagnostics::Diagnostic;
-use crate::event::CallPeek;
+use crate::event::{partial_args_from_value, CallPeek, Items, PartialArgIn, Shaped};
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
 
 /// At most this many streamed calls are open at once per candidate (C14).
@@ -80,12 +80,12 @@ struct Ctx {
 }
 
 /// What one streamed chunk carries, taken out of its part (C3).
-pub(super) struct Chunk {
+pub(super) struct Chunk<'a> {
     id: Option<String>,
     name: Option<String>,
     signature: Option<Value>,
     args: Option<Value>,
-    partial_args: Vec<Value>,
+    partial_args: Vec<Shaped<PartialArgIn<'a>>>,
     keeps_open: bool,
 }
 
@@ -199,7 +199,7 @@ impl State {
     }
 
     /// The chunk's fields, moved out of the part; E7 when `partialArgs` is not a list.
-    fn take_chunk(&mut self, at: At, mut part: Map<String, Value>) -> Option<Chunk> {
+    fn take_chunk(&mut self, at: At, mut part: Map<String, Value>) -> Option<Chunk<'static>> {
         // RULE P5: the signature stays exactly as received, on its call.
         let signature = part
             .shift_remove("thoughtSignature")
@@ -207,7 +207,8 @@ impl State {
         let Some(Value::Object(mut fc)) = part.shift_remove("functionCall") else {
             return None;
         };
-        let partial_args = self.partial_args(at, fc.shift_remove("partialArgs"));
+        let partial_args = fc.shift_remove("partialArgs").map(partial_args_from_value);
+        let partial_args = self.partial_args(at, partial_args);
         Some(Chunk {
             id: string_field(&fc, "id"),
             name: string_field(&fc, "name"),
@@ -220,13 +221,13 @@ impl State {
 
     /// The chunk of a part kept as text (R7): what the scan read of it,
     /// the signature and `args` made trees from their place in the text.
-    pub(super) fn raw_chunk(
+    pub(super) fn raw_chunk<'a>(
         &mut self,
         at: At,
         json: &str,
         signature: Option<(usize, usize)>,
-        call: CallPeek<'_>,
-    ) -> Chunk {
+        call: CallPeek<'a>,
+    ) -> Chunk<'a> {
         let tree = |span: Option<(usize, usize)>| {
             span.and_then(|(start, end)| json.get(start..end))
                 .map(json_value)
@@ -243,11 +244,15 @@ impl State {
     }
 
     /// The items of `partialArgs`; E7 when it is not a list.
-    fn partial_args(&mut self, at: At, value: Option<Value>) -> Vec<Value> {
+    fn partial_args<'a>(
+        &mut self,
+        at: At,
+        value: Option<Shaped<Items<PartialArgIn<'a>>>>,
+    ) -> Vec<Shaped<PartialArgIn<'a>>> {
         match value {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items,
-            Some(_) => {
+            None | Some(Shaped::Null) => Vec::new(),
+            Some(Shaped::Expected(items)) => items,
+            Some(Shaped::Other) => {
                 let (j, p) = (at.j, at.p);
                 self.warn(shape(
                     at.event,
@@ -383,7 +388,7 @@ impl CandidateState {
             }
         }
         for (m, arg) in chunk.partial_args.into_iter().enumerate() {
-            let Value::Object(arg) = arg else {
+            let Shaped::Expected(arg) = arg else {
                 let (j, p) = (ctx.at.j, ctx.at.p);
                 warnings.push(shape(
                     ctx.at.event,
@@ -405,7 +410,7 @@ impl CandidateState {
                     }
                 }
                 Err(reason) => {
-                    warnings.push(skipped_arg(candidate, slot, arg.get("jsonPath"), reason));
+                    warnings.push(skipped_arg(candidate, slot, arg.json_path.as_ref(), reason));
                 }
             }
         }
@@ -420,7 +425,7 @@ impl CandidateState {
         &self,
         id: Option<&str>,
         has_name: bool,
-        partial_args: &[Value],
+        partial_args: &[Shaped<PartialArgIn<'_>>],
         max_index: usize,
     ) -> Option<Route> {
         // Only open calls are scanned, and C14 keeps them few.
@@ -442,10 +447,14 @@ impl CandidateState {
         }
         let paths: Vec<Vec<Segment>> = partial_args
             .iter()
-            .filter_map(|arg| match arg.get("jsonPath") {
-                Some(Value::String(path)) => json_path::parse(path, max_index).ok(),
+            .filter_map(|arg| match arg {
+                Shaped::Expected(PartialArgIn {
+                    json_path: Some(Shaped::Expected(path)),
+                    ..
+                }) => Some(path.as_ref()),
                 _ => None,
             })
+            .filter_map(|path| json_path::parse(path, max_index).ok())
             .collect();
         let holding = most_recent(
             &mut open().filter(|(_, c)| paths.iter().any(|p| json_path::holds_value(&c.args, p))),
@@ -494,26 +503,22 @@ pub(super) fn string_field(map: &Map<String, Value>, key: &str) -> Option<String
 /// no delta is wanted (the fragment is then not copied for one).
 pub(super) fn apply_partial_arg(
     args: &mut Map<String, Value>,
-    arg: &Map<String, Value>,
+    arg: &PartialArgIn<'_>,
     max_index: usize,
     want_delta: bool,
 ) -> Result<Option<(String, Value)>, String> {
-    let Some((key, value)) = ["stringValue", "numberValue", "boolValue", "nullValue"]
-        .into_iter()
-        .find_map(|k| arg.get(k).map(|v| (k, v)))
-    else {
-        return Ok(None);
+    // The value keys in this order, whatever order they came in.
+    let write = match (&arg.string_value, &arg.number_value, &arg.bool_value) {
+        (Some(Shaped::Expected(s)), _, _) => Write::AppendString(s),
+        (Some(_), _, _) => return Err("stringValue is not a string".into()),
+        (None, Some(Shaped::Expected(n)), _) => Write::Replace(Value::Number(n.clone())),
+        (None, Some(_), _) => return Err("numberValue is not a number".into()),
+        (None, None, Some(Shaped::Expected(b))) => Write::Replace(Value::Bool(*b)),
+        (None, None, Some(_)) => return Err("boolValue is not a boolean".into()),
+        (None, None, None) if arg.null_value => Write::Replace(Value::Null),
+        (None, None, None) => return Ok(None),
     };
-    let write = match (key, value) {
-        ("stringValue", Value::String(s)) => Write::AppendString(s),
-        ("stringValue", _) => return Err("stringValue is not a string".into()),
-        ("numberValue", Value::Number(_)) => Write::Replace(value.clone()),
-        ("numberValue", _) => return Err("numberValue is not a number".into()),
-        ("boolValue", Value::Bool(_)) => Write::Replace(value.clone()),
-        ("boolValue", _) => return Err("boolValue is not a boolean".into()),
-        _ => Write::Replace(Value::Null),
-    };
-    let Some(Value::String(path)) = arg.get("jsonPath") else {
+    let Some(Shaped::Expected(path)) = &arg.json_path else {
         return Err("unsupported jsonPath syntax".into());
     };
     let segments = json_path::parse(path, max_index).map_err(|e| match e {
@@ -533,16 +538,21 @@ pub(super) fn apply_partial_arg(
             json_path::PAD_SLACK
         ),
     })?;
-    Ok(delta_value.map(|value| (path.clone(), value)))
+    Ok(delta_value.map(|value| (path.as_ref().to_owned(), value)))
 }
 
 /// RULE C5: the diagnostic of a skipped partial arg, by what its jsonPath is.
-fn skipped_arg(candidate: u32, part: usize, path: Option<&Value>, reason: String) -> Diagnostic {
+fn skipped_arg(
+    candidate: u32,
+    part: usize,
+    path: Option<&Shaped<Cow<'_, str>>>,
+    reason: String,
+) -> Diagnostic {
     match path {
-        Some(Value::String(s)) => Diagnostic::PartialArgSkipped {
+        Some(Shaped::Expected(s)) => Diagnostic::PartialArgSkipped {
             candidate,
             part,
-            json_path: s.clone(),
+            json_path: s.clone().into_owned(),
             reason,
         },
         None => Diagnostic::PartialArgPathMissing {

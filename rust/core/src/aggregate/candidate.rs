@@ -29,7 +29,7 @@ fn is_output(part: &Shaped<PartIn<'_>>) -> bool {
         Shaped::Expected(PartIn::Plain { text, .. }) => !text.is_empty(),
         Shaped::Expected(PartIn::Raw(part)) => !part.empty,
         Shaped::Expected(PartIn::Object(part)) => !part.is_empty(),
-        Shaped::Null | Shaped::Other(_) => false,
+        Shaped::Null | Shaped::Other => false,
     }
 }
 
@@ -241,7 +241,7 @@ impl State {
                         self.apply_part(event, j, p, pos, part, deltas);
                     }
                 }
-                Some(Shaped::Other(_)) => {
+                Some(Shaped::Other) => {
                     self.warn(shape(
                         event,
                         &format!("candidates[{j}].content.parts"),
@@ -249,7 +249,7 @@ impl State {
                     ));
                 }
             },
-            Some(Shaped::Other(_)) => self.warn(shape(
+            Some(Shaped::Other) => self.warn(shape(
                 event,
                 &format!("candidates[{j}].content"),
                 "an object",

@@ -465,7 +465,7 @@ impl State {
                     self.output_after_token = false;
                 }
             }
-            Some(Shaped::Other(_)) => self.warn(shape(event, "candidates", "a list")),
+            Some(Shaped::Other) => self.warn(shape(event, "candidates", "a list")),
         }
         match payload.usage {
             None | Some(Shaped::Null) => {}
@@ -473,7 +473,7 @@ impl State {
                 // E3: running totals, merged field by field.
                 merge_fields(self.usage.get_or_insert_with(Map::new), entries);
             }
-            Some(Shaped::Other(_)) => self.warn(shape(event, "usageMetadata", "an object")),
+            Some(Shaped::Other) => self.warn(shape(event, "usageMetadata", "an object")),
         }
         set_last(&mut self.model_version, payload.model_version);
         if let Some(diagnostic) = response_id_change(

@@ -33,7 +33,7 @@ impl State {
                 return;
             }
             Shaped::Expected(PartIn::Object(part)) => part,
-            Shaped::Null | Shaped::Other(_) => {
+            Shaped::Null | Shaped::Other => {
                 self.warn(shape(
                     event,
                     &format!("candidates[{j}].content.parts[{p}]"),

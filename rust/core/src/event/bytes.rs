@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{
-    CallPeek, CandidateIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn, RawPartIn,
-    Shaped, TextOrValue,
+    CallPeek, CandidateIn, ContentIn, EventIn, Fields, Items, ParseError, PartIn, PartialArgIn,
+    RawPartIn, Shaped, TextOrValue,
 };
 use crate::scan::{Scan, Scanner};
 
@@ -58,12 +58,11 @@ fn shaped<'a, T>(
     other(s)
 }
 
-/// A value off the expected shape: null, or kept as it is.
+/// A value off the expected shape: null, or any other (validated, skipped).
 fn other<T>(s: &mut Scanner<'_>) -> Scan<Shaped<T>> {
-    Ok(match s.value()? {
-        Value::Null => Shaped::Null,
-        value => Shaped::Other(value),
-    })
+    let null = s.peek() == Some(b'n');
+    s.skip_value()?;
+    Ok(if null { Shaped::Null } else { Shaped::Other })
 }
 
 /// A list of objects, each read by `read`; null, or any other value kept.
@@ -216,14 +215,14 @@ fn read_call<'a>(s: &mut Scanner<'a>, part_start: usize) -> Scan<CallPeek<'a>> {
                     (next == Some(b'{')).then(|| (start - part_start, s.position() - part_start));
             }
             "partialArgs" => {
-                let value = s.value()?;
+                let args = items(s, read_partial_arg)?;
                 // Null and `[]` mark no chunk; any other value does (C3).
-                partial = match &value {
-                    Value::Null => false,
-                    Value::Array(items) => !items.is_empty(),
-                    _ => true,
+                partial = match &args {
+                    Shaped::Null => false,
+                    Shaped::Expected(items) => !items.is_empty(),
+                    Shaped::Other => true,
                 };
-                out.partial_args = Some(value);
+                out.partial_args = Some(args);
             }
             "willContinue" => {
                 will_continue = true;
@@ -236,6 +235,49 @@ fn read_call<'a>(s: &mut Scanner<'a>, part_start: usize) -> Scan<CallPeek<'a>> {
     // continue, or has neither a name nor arguments (an end marker).
     out.streamed = partial || will_continue || (!has_name && !has_args);
     Ok(out)
+}
+
+/// R10: a `partialArgs` item into its typed fields.
+fn read_partial_arg<'a>(s: &mut Scanner<'a>) -> Scan<PartialArgIn<'a>> {
+    let mut out = PartialArgIn::default();
+    s.begin_object()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(&mut first)? {
+        match key.as_ref() {
+            "jsonPath" => out.json_path = Some(string(s)?),
+            "stringValue" => out.string_value = Some(string(s)?),
+            "numberValue" => {
+                out.number_value = Some(match s.peek() {
+                    Some(b'-' | b'0'..=b'9') => match s.value()? {
+                        Value::Number(n) => Shaped::Expected(n),
+                        _ => Shaped::Other,
+                    },
+                    _ => other(s)?,
+                });
+            }
+            "boolValue" => {
+                out.bool_value = Some(match s.peek() {
+                    Some(b't' | b'f') => Shaped::Expected(s.value()? == Value::Bool(true)),
+                    _ => other(s)?,
+                });
+            }
+            "nullValue" => {
+                out.null_value = true;
+                s.skip_value()?;
+            }
+            _ => s.skip_value()?,
+        }
+    }
+    Ok(out)
+}
+
+/// A string, or null or any other value.
+fn string<'a>(s: &mut Scanner<'a>) -> Scan<Shaped<Cow<'a, str>>> {
+    if s.peek() == Some(b'"') {
+        s.string().map(Shaped::Expected)
+    } else {
+        other(s)
+    }
 }
 
 fn string_or_skip<'a>(s: &mut Scanner<'a>, next: Option<u8>) -> Scan<Option<Cow<'a, str>>> {

@@ -13,23 +13,25 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 mod bytes;
 mod tree;
 
 pub use bytes::parse_event;
-pub use tree::event_from_map;
+pub use tree::{event_from_map, partial_args_from_value};
 
 /// orjson's nesting limit, which both implementations share (F10).
 pub const MAX_JSON_DEPTH: usize = 1024;
 
-/// A field that should have one JSON type but may have another.
+/// A field that should have one JSON type but may have another. A value
+/// off the shape is validated and skipped, not kept: what E7 reports of it
+/// is where it was and what was expected.
 #[derive(Debug)]
 pub enum Shaped<T> {
     Null,
     Expected(T),
-    Other(Value),
+    Other,
 }
 
 /// One payload, split into what the aggregator reads (E1-E3).
@@ -111,11 +113,24 @@ pub struct CallPeek<'a> {
     pub name: Option<Cow<'a, str>>,
     /// Where `args` is in the part's text, when it is an object.
     pub args: Option<(usize, usize)>,
-    /// `partialArgs`, read as a tree in the same pass: it is applied to the
-    /// call's arguments (C4), never kept as text.
-    pub partial_args: Option<Value>,
+    /// `partialArgs`, read in the same pass: it is applied to the call's
+    /// arguments (C4), never kept as text.
+    pub partial_args: Option<Shaped<Items<PartialArgIn<'a>>>>,
     /// `willContinue` is `true` (C6).
     pub keeps_open: bool,
+}
+
+/// R10: one item of `partialArgs`, read field by field into what C4, C5 and
+/// C9 use of it (no map is built; the last entry wins for a key that repeats,
+/// as in a parsed object). Every other key is validated and skipped.
+#[derive(Debug, Default)]
+pub struct PartialArgIn<'a> {
+    pub json_path: Option<Shaped<Cow<'a, str>>>,
+    pub string_value: Option<Shaped<Cow<'a, str>>>,
+    pub number_value: Option<Shaped<Number>>,
+    pub bool_value: Option<Shaped<bool>>,
+    /// `nullValue` is present (whatever its value: it writes null).
+    pub null_value: bool,
 }
 
 /// Why a payload could not be used (F8).

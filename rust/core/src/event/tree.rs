@@ -5,7 +5,9 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::{CandidateIn, ContentIn, EventIn, Fields, Items, PartIn, Shaped, TextOrValue};
+use super::{
+    CandidateIn, ContentIn, EventIn, Fields, Items, PartIn, PartialArgIn, Shaped, TextOrValue,
+};
 
 #[must_use]
 pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
@@ -29,11 +31,46 @@ pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
     out
 }
 
+/// R10: `partialArgs` of a `feed_chunk()` object into the shapes the scan reads.
+#[must_use]
+pub fn partial_args_from_value(value: Value) -> Shaped<Items<PartialArgIn<'static>>> {
+    items(value, |map| {
+        let mut out = PartialArgIn::default();
+        for (key, value) in map {
+            let null = value.is_null();
+            match (key.as_str(), value) {
+                ("jsonPath", Value::String(s)) => out.json_path = Some(Shaped::Expected(s.into())),
+                ("jsonPath", _) => out.json_path = Some(off(null)),
+                ("stringValue", Value::String(s)) => {
+                    out.string_value = Some(Shaped::Expected(s.into()));
+                }
+                ("stringValue", _) => out.string_value = Some(off(null)),
+                ("numberValue", Value::Number(n)) => out.number_value = Some(Shaped::Expected(n)),
+                ("numberValue", _) => out.number_value = Some(off(null)),
+                ("boolValue", Value::Bool(b)) => out.bool_value = Some(Shaped::Expected(b)),
+                ("boolValue", _) => out.bool_value = Some(off(null)),
+                ("nullValue", _) => out.null_value = true,
+                _ => {}
+            }
+        }
+        out
+    })
+}
+
+/// Null, or a value of another type than the field's.
+fn off<T>(null: bool) -> Shaped<T> {
+    if null {
+        Shaped::Null
+    } else {
+        Shaped::Other
+    }
+}
+
 fn shaped<T>(value: Value, read: impl FnOnce(Map<String, Value>) -> T) -> Shaped<T> {
     match value {
         Value::Object(map) => Shaped::Expected(read(map)),
         Value::Null => Shaped::Null,
-        other => Shaped::Other(other),
+        _ => Shaped::Other,
     }
 }
 
@@ -43,7 +80,7 @@ fn items<T>(value: Value, read: impl Fn(Map<String, Value>) -> T) -> Shaped<Item
             Shaped::Expected(values.into_iter().map(|v| shaped(v, &read)).collect())
         }
         Value::Null => Shaped::Null,
-        other => Shaped::Other(other),
+        _ => Shaped::Other,
     }
 }
 
