@@ -217,8 +217,8 @@ impl State {
             return;
         };
         let index = match cand.index {
-            None | Some(Value::Null) => 0,
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|i| i < MAX_CANDIDATE_INDEX) => {
+            None | Some(Shaped::Null) => 0,
+            Some(Shaped::Expected(n)) if n.as_u64().is_some_and(|i| i < MAX_CANDIDATE_INDEX) => {
                 u32::try_from(n.as_u64().unwrap_or(0)).unwrap_or(0)
             }
             Some(_) => {
@@ -255,8 +255,9 @@ impl State {
                 "an object",
             )),
         }
-        if let Some(Value::String(reason)) = cand.finish_reason {
+        if let Some(reason) = cand.finish_reason {
             if !reason.is_empty() {
+                let reason = reason.into_owned();
                 if self.opts.deltas.all() {
                     deltas.push(Delta::Finish {
                         candidate: index,
@@ -266,9 +267,9 @@ impl State {
                 self.candidates[pos].finish_reason = Some(reason);
             }
         }
-        if let Some(Value::String(message)) = cand.finish_message {
+        if let Some(message) = cand.finish_message {
             if !message.is_empty() {
-                self.candidates[pos].finish_message = Some(message);
+                self.candidates[pos].finish_message = Some(message.into_owned());
             }
         }
         self.apply_candidate_keys(event, j, pos, cand.rest, mark);

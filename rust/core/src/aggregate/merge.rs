@@ -72,15 +72,14 @@ pub(super) fn response_id_change(
     let kept = kept?;
     let changed = match new? {
         TextOrValue::Text(text) => !matches!(kept, Value::String(s) if s == text),
-        TextOrValue::Value(Value::Null) => false,
-        TextOrValue::Value(value) => kept != value,
+        TextOrValue::Value(value) => !value.is_null() && kept != value.as_ref(),
     };
     changed.then(|| Diagnostic::ResponseIdChanged {
         event,
         kept_id: kept.clone(),
         new_id: match new {
             Some(TextOrValue::Text(text)) => Value::String(text.to_string()),
-            Some(TextOrValue::Value(value)) => value.clone(),
+            Some(TextOrValue::Value(value)) => value.as_ref().clone(),
             None => Value::Null,
         },
     })
@@ -123,13 +122,12 @@ pub(super) fn write_identity(v: &Value, out: &mut String) {
 /// not copied again.
 pub(super) fn set_last(field: &mut Option<Value>, value: Option<TextOrValue<'_>>) {
     match value {
-        None | Some(TextOrValue::Value(Value::Null)) => {}
-        Some(TextOrValue::Text(text)) => {
-            if !matches!(field, Some(Value::String(kept)) if *kept == text) {
-                *field = Some(Value::String(text.into_owned()));
-            }
+        Some(TextOrValue::Text(text)) if !matches!(field, Some(Value::String(kept)) if *kept == text) =>
+        {
+            *field = Some(Value::String(text.into_owned()));
         }
-        Some(TextOrValue::Value(value)) => *field = Some(value),
+        Some(TextOrValue::Value(value)) if !value.is_null() => *field = Some(*value),
+        _ => {}
     }
 }
 

@@ -444,10 +444,10 @@ impl State {
             // E1, E8: recorded verbatim, the payload contributes nothing else.
             if self.opts.deltas.all() {
                 deltas.push(Delta::StreamError {
-                    error: error.clone(),
+                    error: error.as_ref().clone(),
                 });
             }
-            self.error = Some(error);
+            self.error = Some(*error);
             return;
         }
         match payload.candidates {

@@ -34,7 +34,7 @@ fn read_event<'a>(s: &mut Scanner<'a>) -> Scan<EventIn<'a>> {
     let mut first = true;
     while let Some(key) = s.next_key(&mut first)? {
         match key.as_ref() {
-            "error" => out.error = Some(s.value()?),
+            "error" => out.error = Some(Box::new(s.value()?)),
             "candidates" => out.candidates = Some(items(s, read_candidate)?),
             "usageMetadata" => out.usage = Some(shaped(s, read_fields)?),
             "modelVersion" => out.model_version = Some(text_or_value(s)?),
@@ -86,7 +86,7 @@ fn text_or_value<'a>(s: &mut Scanner<'a>) -> Scan<TextOrValue<'a>> {
     if s.peek() == Some(b'"') {
         s.string().map(TextOrValue::Text)
     } else {
-        s.value().map(TextOrValue::Value)
+        s.value().map(|v| TextOrValue::Value(Box::new(v)))
     }
 }
 
@@ -96,10 +96,21 @@ fn read_candidate<'a>(s: &mut Scanner<'a>) -> Scan<CandidateIn<'a>> {
     let mut first = true;
     while let Some(key) = s.next_key(&mut first)? {
         match key.as_ref() {
-            "index" => out.index = Some(s.value()?),
+            "index" => {
+                out.index = Some(match s.peek() {
+                    Some(b'-' | b'0'..=b'9') => Shaped::Expected(s.number()?),
+                    _ => other(s)?,
+                });
+            }
             "content" => out.content = Some(shaped(s, read_content)?),
-            "finishReason" => out.finish_reason = Some(s.value()?),
-            "finishMessage" => out.finish_message = Some(s.value()?),
+            "finishReason" => {
+                let next = s.peek();
+                out.finish_reason = string_or_skip(s, next)?;
+            }
+            "finishMessage" => {
+                let next = s.peek();
+                out.finish_message = string_or_skip(s, next)?;
+            }
             _ => {
                 let value = s.value()?;
                 out.rest.insert(key.into_owned(), value);

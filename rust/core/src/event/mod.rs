@@ -37,7 +37,8 @@ pub enum Shaped<T> {
 /// One payload, split into what the aggregator reads (E1-E3).
 #[derive(Debug, Default)]
 pub struct EventIn<'a> {
-    pub error: Option<Value>,
+    /// Boxed: rare, and the struct is moved on every event.
+    pub error: Option<Box<Value>>,
     pub candidates: Option<Shaped<Items<CandidateIn<'a>>>>,
     pub usage: Option<Shaped<Fields<'a>>>,
     pub model_version: Option<TextOrValue<'a>>,
@@ -48,10 +49,11 @@ pub struct EventIn<'a> {
 
 #[derive(Debug, Default)]
 pub struct CandidateIn<'a> {
-    pub index: Option<Value>,
+    pub index: Option<Shaped<Number>>,
     pub content: Option<Shaped<ContentIn<'a>>>,
-    pub finish_reason: Option<Value>,
-    pub finish_message: Option<Value>,
+    /// When a string (any other value is ignored, E3).
+    pub finish_reason: Option<Cow<'a, str>>,
+    pub finish_message: Option<Cow<'a, str>>,
     /// Every other key, in arrival order (E5).
     pub rest: Map<String, Value>,
 }
@@ -145,7 +147,8 @@ pub enum ParseError {
 #[derive(Debug)]
 pub enum TextOrValue<'a> {
     Text(Cow<'a, str>),
-    Value(Value),
+    /// Boxed: rare, and four of these are in every event.
+    Value(Box<Value>),
 }
 
 impl TextOrValue<'_> {
@@ -153,7 +156,7 @@ impl TextOrValue<'_> {
     pub fn into_value(self) -> Value {
         match self {
             Self::Text(t) => Value::String(t.into_owned()),
-            Self::Value(v) => v,
+            Self::Value(v) => *v,
         }
     }
 }

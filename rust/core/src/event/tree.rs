@@ -14,7 +14,7 @@ pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
     let mut out = EventIn::default();
     for (key, value) in map {
         match key.as_str() {
-            "error" => out.error = Some(value),
+            "error" => out.error = Some(Box::new(value)),
             "candidates" => out.candidates = Some(items(value, candidate)),
             "usageMetadata" => {
                 out.usage = Some(shaped(value, |m| {
@@ -57,6 +57,14 @@ pub fn partial_args_from_value(value: Value) -> Shaped<Items<PartialArgIn<'stati
     })
 }
 
+/// The string of a string value.
+fn owned_string(value: Value) -> Option<Cow<'static, str>> {
+    match value {
+        Value::String(s) => Some(Cow::Owned(s)),
+        _ => None,
+    }
+}
+
 /// Null, or a value of another type than the field's.
 fn off<T>(null: bool) -> Shaped<T> {
     if null {
@@ -87,7 +95,7 @@ fn items<T>(value: Value, read: impl Fn(Map<String, Value>) -> T) -> Shaped<Item
 fn text_or_value(value: Value) -> TextOrValue<'static> {
     match value {
         Value::String(s) => TextOrValue::Text(Cow::Owned(s)),
-        other => TextOrValue::Value(other),
+        other => TextOrValue::Value(Box::new(other)),
     }
 }
 
@@ -95,14 +103,19 @@ fn candidate(map: Map<String, Value>) -> CandidateIn<'static> {
     let mut out = CandidateIn::default();
     for (key, value) in map {
         match key.as_str() {
-            "index" => out.index = Some(value),
+            "index" => {
+                out.index = Some(match value {
+                    Value::Number(n) => Shaped::Expected(n),
+                    other => off(other.is_null()),
+                });
+            }
             "content" => {
                 out.content = Some(shaped(value, |mut m| ContentIn {
                     parts: m.remove("parts").map(|p| items(p, part)),
                 }));
             }
-            "finishReason" => out.finish_reason = Some(value),
-            "finishMessage" => out.finish_message = Some(value),
+            "finishReason" => out.finish_reason = owned_string(value),
+            "finishMessage" => out.finish_message = owned_string(value),
             _ => {
                 out.rest.insert(key, value);
             }

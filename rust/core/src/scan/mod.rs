@@ -291,8 +291,9 @@ impl<'a> Scanner<'a> {
         Ok(value)
     }
 
-    /// The text of a number and whether it is an integer (no `.`, `e`, `E`).
-    fn number_text(&mut self) -> Scan<(&'a str, bool)> {
+    /// The text of a number, whether it is an integer (no `.`, `e`, `E`)
+    /// and whether it has an exponent.
+    fn number_text(&mut self) -> Scan<(&'a str, bool, bool)> {
         let bytes = self.bytes();
         let start = self.pos;
         let mut i = start;
@@ -323,16 +324,17 @@ impl<'a> Scanner<'a> {
                 return Err(Invalid);
             }
             i += n;
-            integer = false;
+            self.pos = i;
+            return Ok((&self.text[start..i], false, true));
         }
         self.pos = i;
-        Ok((&self.text[start..i], integer))
+        Ok((&self.text[start..i], integer, false))
     }
 
     /// A number as orjson reads it: an integer that fits 64 bits stays one
     /// (`-0` is 0), anything else is the nearest double, which must be finite.
     pub fn number(&mut self) -> Scan<Number> {
-        let (text, integer) = self.number_text()?;
+        let (text, integer, _) = self.number_text()?;
         if integer {
             if let Ok(u) = text.parse::<u64>() {
                 return Ok(Number::from(u));
@@ -346,9 +348,10 @@ impl<'a> Scanner<'a> {
     }
 
     fn skip_number(&mut self) -> Scan<()> {
-        let (text, integer) = self.number_text()?;
-        // Only a fraction, an exponent or a very long integer can overflow.
-        if !integer || text.len() > 300 {
+        let (text, _, exponent) = self.number_text()?;
+        // Only an exponent or more than 300 digits can overflow a double
+        // (whose largest value is below 2 x 10^308).
+        if exponent || text.len() > 300 {
             let f: f64 = text.parse().map_err(|_| Invalid)?;
             if !f.is_finite() {
                 return Err(Invalid);

@@ -45,10 +45,18 @@ fn r8_numbers_read_as_orjson_reads_them() {
     );
     assert_eq!(scan_value("1E2"), Ok(json!(100.0)));
     assert_eq!(scan_value("1.5e-400"), Ok(json!(0.0)));
-    for overflow in ["1e400", "-1e309", &"9".repeat(400)] {
+    let long_fraction = format!("{}.5", "9".repeat(310));
+    for overflow in ["1e400", "-1e309", &"9".repeat(400), &long_fraction] {
         assert_eq!(scan_value(overflow), Err(Invalid), "{overflow}");
         assert_eq!(scan_skip(overflow), Err(Invalid), "{overflow}");
     }
+    // Below 300 characters without an exponent no number overflows, so the
+    // skip does not parse it (but it is still read as a double by `value`).
+    let wide = format!("-{}.25", "9".repeat(296));
+    assert_eq!(scan_skip(&wide), Ok(()));
+    assert!(
+        matches!(scan_value(&wide), Ok(Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite))
+    );
 }
 
 #[test]
