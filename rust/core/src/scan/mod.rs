@@ -359,6 +359,9 @@ impl<'a> Scanner<'a> {
     /// A number as orjson reads it: an integer that fits 64 bits stays one
     /// (`-0` is 0), anything else is the nearest double, which must be finite.
     pub fn number(&mut self) -> Scan<Number> {
+        if let Some(n) = self.short_integer() {
+            return Ok(n);
+        }
         let (text, integer, _) = self.number_text()?;
         if integer {
             if let Ok(u) = text.parse::<u64>() {
@@ -370,6 +373,33 @@ impl<'a> Scanner<'a> {
         }
         let f: f64 = text.parse().map_err(|_| Invalid)?;
         Number::from_f64(f).ok_or(Invalid)
+    }
+
+    /// An integer of 1 to 18 digits (so it fits either sign), summed as
+    /// its digits are read; None (nothing consumed) for any other number,
+    /// which `number_text` then reads.
+    fn short_integer(&mut self) -> Option<Number> {
+        let bytes = self.bytes();
+        let negative = bytes.get(self.pos) == Some(&b'-');
+        let first = self.pos + usize::from(negative);
+        let mut i = first;
+        let mut n: u64 = 0;
+        while let Some(&d) = bytes.get(i).filter(|d| d.is_ascii_digit()) {
+            n = n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+            i += 1;
+        }
+        let len = i - first;
+        let leading_zero = len > 1 && bytes.get(first) == Some(&b'0');
+        if len == 0 || len > 18 || leading_zero || matches!(bytes.get(i), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        self.pos = i;
+        Some(if negative {
+            Number::from(-i64::try_from(n).ok()?)
+        } else {
+            Number::from(n)
+        })
     }
 
     fn skip_number(&mut self) -> Scan<()> {
@@ -437,6 +467,18 @@ impl<'a> Scanner<'a> {
     /// Reads one value of any kind into a tree (the fields the aggregator
     /// keeps as values: usage, metadata, errors, off-shape values).
     pub fn value(&mut self) -> Scan<Value> {
+        // Most values read are scalars (usage counts, flags): read at once,
+        // without the container loop's set-up.
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => self.number().map(Value::Number),
+            Some(b'"') => Ok(Value::String(self.string()?.into_owned())),
+            Some(b'{' | b'[') => self.container(),
+            _ => self.literal(),
+        }
+    }
+
+    /// A container value into a tree, in a loop with its own stack.
+    fn container(&mut self) -> Scan<Value> {
         let mut stack: Vec<Frame> = Vec::new();
         loop {
             let mut done = match self.peek() {

@@ -37,6 +37,23 @@ fn r8_minus_zero_integer_is_the_integer_zero() {
 
 #[test]
 fn r8_numbers_read_as_orjson_reads_them() {
+    // 18 digits are summed as they are read; 19 and more go to the parser.
+    assert_eq!(
+        scan_value("999999999999999999"),
+        Ok(json!(999_999_999_999_999_999_u64))
+    );
+    assert_eq!(
+        scan_value("-999999999999999999"),
+        Ok(json!(-999_999_999_999_999_999_i64))
+    );
+    assert_eq!(
+        scan_value("-1000000000000000000"),
+        Ok(json!(-1_000_000_000_000_000_000_i64))
+    );
+    assert_eq!(scan_value("-0"), Ok(json!(0)));
+    for bad in ["01", "-01", "-", "1.", "1e", "--1"] {
+        assert_eq!(scan_value(bad), Err(Invalid), "{bad}");
+    }
     assert_eq!(scan_value("18446744073709551615"), Ok(json!(u64::MAX)));
     assert_eq!(scan_value("-9223372036854775808"), Ok(json!(i64::MIN)));
     assert_eq!(
