@@ -169,17 +169,27 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A string value (at its `"`), borrowed unless it has escapes.
+    /// A string value (at its `"`), borrowed unless it has escapes. The
+    /// plain case (every key, nearly every value) is inlined into its
+    /// callers; escapes go to `escaped`, out of line, whose set-up (the
+    /// buffer, the decoding loop) the plain case then does not pay.
+    #[inline]
     pub fn string(&mut self) -> Scan<Cow<'a, str>> {
-        self.pos += 1; // the opening quote
-        let start = self.pos;
-        let end = self.plain_run()?;
+        let start = self.pos + 1; // after the opening quote
+        let (end, _) = run::plain_run(self.bytes(), start);
         if self.bytes().get(end) == Some(&b'"') {
             self.pos = end + 1;
-            return Ok(Cow::Borrowed(&self.text[start..end]));
+            return self.text.get(start..end).map(Cow::Borrowed).ok_or(Invalid);
         }
+        self.escaped(start, end)
+    }
+
+    /// The string from `start` whose plain run ended at `end`, not at its
+    /// closing quote: decoded, or invalid.
+    #[inline(never)]
+    fn escaped(&mut self, start: usize, end: usize) -> Scan<Cow<'a, str>> {
         let mut out = Vec::with_capacity(end - start + 2 * run::BLOCK);
-        out.extend_from_slice(&self.bytes()[start..end]);
+        out.extend_from_slice(self.bytes().get(start..end).ok_or(Invalid)?);
         self.pos = end;
         self.rest_of_string(Some(&mut out))?;
         // Runs of valid UTF-8 cut at ASCII bytes, and whole characters:
@@ -193,21 +203,15 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips a string value (at its `"`), validating it as `string` does.
+    #[inline]
     fn skip_string(&mut self) -> Scan<()> {
-        self.pos += 1;
-        self.pos = self.plain_run()?;
-        self.rest_of_string(None)
-    }
-
-    /// From the current position (inside a string), the index of the next
-    /// `"` or `\`; a control character before it is an error.
-    fn plain_run(&self) -> Scan<usize> {
-        let bytes = self.bytes();
-        let (i, _) = run::plain_run(bytes, self.pos);
-        match bytes.get(i) {
-            Some(b'"' | b'\\') => Ok(i),
-            _ => Err(Invalid), // a control character, or no end
+        let (end, _) = run::plain_run(self.bytes(), self.pos + 1);
+        self.pos = end;
+        if self.bytes().get(end) == Some(&b'"') {
+            self.pos += 1;
+            return Ok(());
         }
+        self.rest_of_string(None)
     }
 
     /// At a `"` or `\` inside a string: escapes and plain runs until the
