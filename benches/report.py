@@ -83,6 +83,9 @@ class Row:
     seconds: float | None  # median; None when skipped
     reps: int
     note: str = ""
+    # Median over the rounds of this contender's time ÷ fastagg's in the same
+    # round (the contenders are interleaved: see run_table).
+    ratio: float | None = None
 
 
 def _time(fn: Callable[[], Any], settings: Settings) -> tuple[float, int]:
@@ -121,6 +124,13 @@ def _first_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str:
 
 
 def run_table(settings: Settings) -> list[Row]:
+    """Every contender on every stream: agreement first, then rounds in which
+    each contender runs in turn, so that a ratio is taken between runs
+    milliseconds apart and the machine's drift over a stream's minute of
+    timing hits every contender alike. In a round a contender runs as many
+    times as fit in an equal slice of time (one run of google-genai weighs as
+    much as hundreds of fastagg's); rounds go on until each contender has had
+    about ``budget`` seconds, and at least ``min_reps`` of them."""
     rows: list[Row] = []
     have_genai = C.genai_available()
     for name in settings.streams:
@@ -128,6 +138,7 @@ def run_table(settings: Settings) -> list[Row]:
         heavy = name == "giant_arg" and not settings.quick
         prep = C.prepare(stream, with_genai=have_genai and not heavy)
         expected: list[dict[str, Any]] | None = None
+        timed: list[tuple[C.Contender, int]] = []
         for contender in C.CONTENDERS:
             if contender.name == "google-genai" and prep.genai_client is None:
                 why = "not installed" if not have_genai else "skipped on giant_arg (full run)"
@@ -135,8 +146,10 @@ def run_table(settings: Settings) -> list[Row]:
                     Row(name, contender.name, stream.events, len(stream.body), None, 0, why)
                 )
                 continue
-            # Agreement first (untimed run), then the timed repetitions.
+            # Agreement first (an untimed run, which also sizes the slice).
+            t0 = time.perf_counter()
             result = contender.run(prep)
+            once = time.perf_counter() - t0
             if contender.comparable:
                 parts = C.parts_of(result)
                 if expected is None:
@@ -147,12 +160,51 @@ def run_table(settings: Settings) -> list[Row]:
                         + _first_difference(expected, parts)
                     )
             del result
-            seconds, reps = _time(lambda c=contender, p=prep: c.run(p), settings)
-            rows.append(Row(name, contender.name, stream.events, len(stream.body), seconds, reps))
+            per_round = max(1, int(settings.budget / settings.max_reps / max(once, 1e-9)))
+            timed.append((contender, per_round))
+        samples = _rounds(prep, timed, settings)
+        base = samples["fastagg"]
+        for contender, per_round in timed:
+            mine = samples[contender.name]
+            seconds = statistics.median(mine)
+            ratio = statistics.median(a / b for a, b in zip(mine, base, strict=True))
+            rows.append(
+                Row(
+                    name,
+                    contender.name,
+                    stream.events,
+                    len(stream.body),
+                    seconds,
+                    len(mine) * per_round,
+                    ratio=ratio,
+                )
+            )
             progress(f"{name}: {contender.name} {seconds * 1e6 / stream.events:.2f} µs/event")
         del prep, stream
         gc.collect()
     return rows
+
+
+def _rounds(
+    prep: C.Prepared, timed: list[tuple[C.Contender, int]], settings: Settings
+) -> dict[str, list[float]]:
+    """Seconds per run of each contender, one sample per round (see run_table)."""
+    samples: dict[str, list[float]] = {c.name: [] for c, _ in timed}
+    start = time.perf_counter()
+    while True:
+        for contender, per_round in timed:
+            gc.collect()
+            t0 = time.perf_counter()
+            for _ in range(per_round):
+                contender.run(prep)
+            samples[contender.name].append((time.perf_counter() - t0) / per_round)
+        rounds = len(samples[timed[0][0].name])
+        spent = time.perf_counter() - start
+        if rounds >= settings.max_reps:
+            break
+        if rounds >= settings.min_reps and spent >= settings.budget * len(timed):
+            break
+    return samples
 
 
 def progress(message: str) -> None:
@@ -181,7 +233,10 @@ def table_markdown(rows: list[Row]) -> str:
                 f"| {r.stream} | {r.contender} | {r.events:,} | {mb:.2f} | - | - | - ({r.note}) | 0 |"
             )
             continue
-        ratio = r.seconds / base[r.stream] if base.get(r.stream) else float("nan")
+        if r.ratio is not None:
+            ratio = r.ratio
+        else:
+            ratio = r.seconds / base[r.stream] if base.get(r.stream) else float("nan")
         out.append(
             f"| {r.stream} | {r.contender} | {r.events:,} | {mb:.2f} | {_fmt(mb / r.seconds)} "
             f"| {_fmt(r.seconds * 1e6 / r.events)} | {_fmt(ratio)}x | {r.reps} |"
@@ -197,7 +252,7 @@ def targets_markdown(rows: list[Row]) -> str:
         a, b = t.get((stream, "fastagg")), t.get((stream, other))
         if a is None or b is None or a.seconds is None or b.seconds is None:
             return None
-        return b.seconds / a.seconds
+        return b.ratio if b.ratio is not None else b.seconds / a.seconds
 
     streams = sorted({r.stream for r in rows}, key=corpus.STREAMS.index)
     for s in streams:
@@ -602,8 +657,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "chunk objects; the floor is `orjson.loads` of the pre-split payloads only. Before timing, "
         "the aggregated parts of candidate 0 of every contender (floor excepted) are checked equal "
         "to fastagg's; the SDK's `bytes` signatures are re-encoded as standard base64 for that "
-        "comparison (the corpus uses padded standard base64, so this is exact). Medians; "
-        "`time ÷ fastagg` > 1 means slower than fastagg (deltas=False).",
+        "comparison (the corpus uses padded standard base64, so this is exact). The contenders "
+        "are timed in rounds, each contender in turn (each runs as many times as fit in an "
+        "equal slice of the round): µs/event is the median over the rounds, `time ÷ fastagg` "
+        "the median of the ratios within a round (> 1: slower than fastagg, deltas=False), "
+        "`reps` the runs in all.",
         "",
         table_markdown(rows),
     ]
