@@ -6,10 +6,12 @@
 //! candidate, content, part) are read into typed fields by one strict scan of
 //! the payload (R8, `bytes.rs`), plain text parts keep a borrowed slice of
 //! it, and every other part is kept as its own JSON text (R7), built into
-//! Python objects once, when a result is read. Anything off the expected
-//! shape is kept as a generic `Value`, so nothing is lost and the E7
-//! warnings still see what arrived. `feed_chunk()` hands over parsed
-//! objects instead: `tree.rs` reads those into the same shapes.
+//! Python objects once, when a result is read. A field off its expected
+//! shape is validated and marked (`Shaped::Other`) for E7's warning, which
+//! says where it was and what was expected; values the aggregator keeps as
+//! they came (usage, metadata, errors) stay generic `Value`s. `feed_chunk()`
+//! hands over parsed objects instead: `tree.rs` reads those into the same
+//! shapes.
 
 use std::borrow::Cow;
 
