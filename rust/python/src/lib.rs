@@ -9,6 +9,7 @@ mod decoder;
 mod deltas;
 mod detach;
 mod errors;
+mod gc_pause;
 mod interactions;
 mod results;
 
