@@ -140,6 +140,9 @@ _PIECES = {
     "latin1": "café ",
     "bmp": "日本 ",
     "astral": "😀 ",
+    # Mostly ASCII around a wide character: the str maker's block-at-a-time path.
+    "bmp-sparse": "the ∑ of a 日 plus ",
+    "astral-sparse": "an emoji 😀 in some text ",
     "escapes": 'a"b\\c\n',
 }
 
