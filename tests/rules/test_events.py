@@ -102,6 +102,20 @@ def test_e3_top_level_fields_last_non_null_usage_merged(impl: ModuleType) -> Non
     )
 
 
+def test_e3_usage_merge_reads_a_repeated_key_as_json_does(impl: ModuleType) -> None:
+    # A key twice in one object: its first place, its last value; a last value
+    # of null replaces nothing; any value replaces a number, and a number any value.
+    body = (
+        b'data: {"usageMetadata": {"a": 1, "b": 2}}\r\n\r\n'
+        b'data: {"usageMetadata": {"b": 5, "c": [1], "b": 6, "a": {"x": 1}}}\r\n\r\n'
+        b'data: {"usageMetadata": {"c": 3, "b": 7, "b": null, "d": 4}}\r\n\r\n'
+    )
+    agg = impl.StreamAggregator(deltas=False)
+    agg.feed(body)
+    result = agg.close()
+    assert json.dumps(result.usage) == '{"a": {"x": 1}, "b": 6, "c": 3, "d": 4}'
+
+
 def test_e4_candidates_aggregated_independently_by_index(impl: ModuleType) -> None:
     both = {
         "candidates": [
