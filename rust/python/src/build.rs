@@ -8,6 +8,7 @@ mod number;
 mod shared;
 mod strings;
 mod text;
+mod widen;
 
 pub(crate) use strings::new_str;
 
