@@ -74,7 +74,13 @@ fn items<'a, T>(
         return other(s);
     }
     s.begin_array()?;
-    let mut out = Items::new();
+    // Nearly every list here (candidates, parts) has one item: room for one,
+    // not the four a first push would make.
+    let mut out = if s.peek() == Some(b']') {
+        Items::new()
+    } else {
+        Items::with_capacity(1)
+    };
     let mut first = true;
     while s.next_item(&mut first)? {
         out.push(shaped(s, &read)?);
