@@ -349,15 +349,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     try:
-        asyncio.run(_serve(args, steps))
-    except KeyboardInterrupt:
-        print("fastagg replay-server: stopped", file=sys.stderr)
+        asyncio.run(_serve(args, steps))  # returns after Ctrl-C
+    except KeyboardInterrupt:  # a second Ctrl-C, or a loop without signal handlers
+        pass
     except OSError as exc:
         print(
             f"fastagg replay-server: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
             file=sys.stderr,
         )
         return EXIT_USAGE
+    print("fastagg replay-server: stopped", file=sys.stderr)
     return EXIT_OK
 
 
@@ -379,13 +380,18 @@ async def _serve(args: argparse.Namespace, steps: list[Step]) -> None:
         name=str(args.scenario),
     )
     async with server:
+        stop = asyncio.Event()
+        restore = _abort_on_ctrl_c(stop)
         print(f"fake Gemini serving {len(steps)} step(s) at {server.url}", flush=True)
         print(
             f"  e.g. GeminiClient('gemini-3-flash-preview', base_url='{server.url}', "
             "api_key='fake'); Ctrl-C stops",
             flush=True,
         )
-        await asyncio.Event().wait()
+        try:
+            await stop.wait()
+        finally:
+            restore()
 
 
 # --- demo ------------------------------------------------------------------------------------------
@@ -483,8 +489,10 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
 
 
 def _abort_on_ctrl_c(abort: asyncio.Event) -> Callable[[], None]:
-    """Make the first Ctrl-C abort the turn (it ends honestly, with its summary); a second one
-    interrupts at once. Returns the function that restores the default handling (K3)."""
+    """Make the first Ctrl-C set ``abort`` (a turn then ends honestly, with its summary; the
+    replay server stops serving); a second one interrupts at once. Through the loop's own
+    signal handling, which wakes the loop whatever thread the signal lands on. Returns the
+    function that restores the default handling (K3)."""
     loop = asyncio.get_running_loop()
 
     def first() -> None:
