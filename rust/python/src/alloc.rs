@@ -1,4 +1,4 @@
-//! The allocator of the Rust side, and returning its freed pages (F17).
+//! The allocator of the Rust side, and returning its freed pages (F17, R12).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
@@ -35,20 +35,27 @@ const WORD: usize = std::mem::size_of::<usize>();
 // SAFETY: each method forwards to the mimalloc call with the contract the
 // trait asks for: a block of at least `layout.size()` bytes aligned to
 // `layout.align()` (plain calls only where a word's alignment suffices), or
-// null; `dealloc` and `realloc` get blocks these methods returned.
+// null; `dealloc` and `realloc` get blocks these methods returned. Blocks of
+// `huge::SIZE` bytes or more go to the `huge` module (R12), which decides by
+// size and alignment alone, on every call, so a block always goes back to
+// the side it came from. The common case pays one compare.
 unsafe impl GlobalAlloc for Mimalloc {
+    #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: see the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_malloc(layout.size()).cast()
-            } else {
-                mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
+        if layout.size() >= huge::SIZE {
+            // SAFETY: the same contract, forwarded.
+            return unsafe { huge::alloc(layout) };
         }
+        // SAFETY: see the impl.
+        unsafe { small_alloc(layout) }
     }
 
+    #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= huge::SIZE {
+            // SAFETY: the same contract, forwarded.
+            return unsafe { huge::alloc_zeroed(layout) };
+        }
         // SAFETY: see the impl.
         unsafe {
             if layout.align() <= WORD {
@@ -59,20 +66,218 @@ unsafe impl GlobalAlloc for Mimalloc {
         }
     }
 
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if layout.size() >= huge::SIZE {
+            // SAFETY: the same contract, forwarded.
+            return unsafe { huge::dealloc(ptr, layout) };
+        }
         // SAFETY: see the impl.
         unsafe { mi_free(ptr.cast::<c_void>()) }
     }
 
+    #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: see the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_realloc(ptr.cast::<c_void>(), new_size).cast()
-            } else {
-                mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()
-            }
+        if layout.size().max(new_size) >= huge::SIZE {
+            // SAFETY: the same contract, forwarded.
+            return unsafe { huge::realloc(ptr, layout, new_size) };
         }
+        // SAFETY: see the impl.
+        unsafe { small_realloc(ptr, layout, new_size) }
+    }
+}
+
+/// # Safety
+/// As for `GlobalAlloc::alloc`, for a block mimalloc serves.
+#[inline]
+unsafe fn small_alloc(layout: Layout) -> *mut u8 {
+    // SAFETY: forwarded.
+    unsafe {
+        if layout.align() <= WORD {
+            mi_malloc(layout.size()).cast()
+        } else {
+            mi_malloc_aligned(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
+/// # Safety
+/// As for `GlobalAlloc::realloc`, for a block mimalloc serves before and after.
+#[inline]
+unsafe fn small_realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+    // SAFETY: forwarded.
+    unsafe {
+        if layout.align() <= WORD {
+            mi_realloc(ptr.cast::<c_void>(), new_size).cast()
+        } else {
+            mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()
+        }
+    }
+}
+
+/// RULE R12: blocks of 1 MiB or more are mappings of their own (Linux). A
+/// giant streamed argument's `String` doubles as it grows; mimalloc copies
+/// each doubling into a new block and keeps the old one resident for reuse,
+/// so an argument peaked at 2.3-3.7x its size (R4). A mapping grows by
+/// `mremap`, which moves page-table entries instead of copying bytes and
+/// leaves no freed block behind, and `munmap` returns its pages at once (an
+/// event buffer past 1 MiB reserves `max_event_bytes` at once, F17: its
+/// untouched pages are never resident). Elsewhere every block stays with
+/// mimalloc (`SIZE` is then never reached).
+mod huge {
+    use std::alloc::Layout;
+    use std::ffi::c_void;
+
+    use libmimalloc_sys::{mi_free, mi_zalloc_aligned};
+
+    /// Blocks of at least this many bytes are this module's.
+    #[cfg(target_os = "linux")]
+    pub(super) const SIZE: usize = 1 << 20;
+    #[cfg(not(target_os = "linux"))]
+    pub(super) const SIZE: usize = usize::MAX;
+
+    /// A mapping's alignment: the smallest page size of the supported
+    /// targets. A block that needs more stays with mimalloc.
+    const PAGE: usize = 4096;
+
+    /// Whether a block of this layout is a mapping.
+    fn mapped(size: usize, align: usize) -> bool {
+        size >= SIZE && align <= PAGE
+    }
+
+    /// A mapping holds whole pages.
+    fn pages(size: usize) -> usize {
+        size.div_ceil(PAGE) * PAGE
+    }
+
+    /// # Safety
+    /// As for `GlobalAlloc::alloc`, with `layout.size() >= SIZE`.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn alloc(layout: Layout) -> *mut u8 {
+        if mapped(layout.size(), layout.align()) {
+            return map(layout.size());
+        }
+        // SAFETY: forwarded.
+        unsafe { super::small_alloc(layout) }
+    }
+
+    /// # Safety
+    /// As for `GlobalAlloc::alloc_zeroed`, with `layout.size() >= SIZE`.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn alloc_zeroed(layout: Layout) -> *mut u8 {
+        if mapped(layout.size(), layout.align()) {
+            return map(layout.size()); // fresh anonymous pages read as zero
+        }
+        // SAFETY: forwarded.
+        unsafe { mi_zalloc_aligned(layout.size(), layout.align()).cast() }
+    }
+
+    /// # Safety
+    /// As for `GlobalAlloc::dealloc`, with `layout.size() >= SIZE`.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
+        if mapped(layout.size(), layout.align()) {
+            // SAFETY: a block of this layout is a whole mapping made by `map`
+            // or `realloc`; unmapping a whole mapping cannot fail.
+            unsafe { unmap(ptr, layout.size()) };
+        } else {
+            // SAFETY: forwarded: the block is mimalloc's.
+            unsafe { mi_free(ptr.cast::<c_void>()) };
+        }
+    }
+
+    /// # Safety
+    /// As for `GlobalAlloc::realloc`, with the old or the new size `>= SIZE`.
+    #[cold]
+    #[inline(never)]
+    pub(super) unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let align = layout.align();
+        match (mapped(layout.size(), align), mapped(new_size, align)) {
+            // SAFETY: the block is a whole mapping of `layout.size()` bytes.
+            (true, true) => unsafe { remap(ptr, layout.size(), new_size) },
+            // SAFETY: both blocks are mimalloc's.
+            (false, false) => unsafe { super::small_realloc(ptr, layout, new_size) },
+            // SAFETY: `ptr` holds `layout.size()` bytes on the side its size
+            // names; the new block holds `new_size`, and only the bytes both
+            // hold are copied before the old block goes back to its side.
+            _ => unsafe {
+                let new_layout = Layout::from_size_align_unchecked(new_size, align);
+                let new = if mapped(new_size, align) {
+                    map(new_size)
+                } else {
+                    super::small_alloc(new_layout)
+                };
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                    dealloc(ptr, layout);
+                }
+                new
+            },
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn map(size: usize) -> *mut u8 {
+        // SAFETY: an anonymous private mapping at an address the kernel picks
+        // touches no existing memory.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                pages(size),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            std::ptr::null_mut()
+        } else {
+            p.cast()
+        }
+    }
+
+    /// # Safety
+    /// `ptr` is a whole mapping made for a block of `size` bytes.
+    #[cfg(target_os = "linux")]
+    unsafe fn unmap(ptr: *mut u8, size: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { libc::munmap(ptr.cast(), pages(size)) };
+    }
+
+    /// # Safety
+    /// As for [`unmap`]; on success the old address is no longer valid.
+    #[cfg(target_os = "linux")]
+    unsafe fn remap(ptr: *mut u8, size: usize, new_size: usize) -> *mut u8 {
+        let (old, new) = (pages(size), pages(new_size));
+        if old == new {
+            return ptr;
+        }
+        // SAFETY: the caller's contract; MAYMOVE lets the kernel move the
+        // pages (never copying them) when the range cannot grow in place.
+        let p = unsafe { libc::mremap(ptr.cast(), old, new, libc::MREMAP_MAYMOVE) };
+        if p == libc::MAP_FAILED {
+            std::ptr::null_mut() // the old mapping is untouched, as realloc asks
+        } else {
+            p.cast()
+        }
+    }
+
+    // Off Linux `SIZE` is never reached, so these are never called.
+    #[cfg(not(target_os = "linux"))]
+    fn map(_size: usize) -> *mut u8 {
+        std::ptr::null_mut()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    unsafe fn unmap(_ptr: *mut u8, _size: usize) {}
+
+    #[cfg(not(target_os = "linux"))]
+    unsafe fn remap(_ptr: *mut u8, _size: usize, _new_size: usize) -> *mut u8 {
+        std::ptr::null_mut()
     }
 }
 

@@ -1,0 +1,108 @@
+"""R12: blocks of 1 MiB or more are mappings of their own (Linux).
+
+A giant streamed argument grows by doubling. Before R12 each doubling copied
+the string into a new mimalloc block and left the old one resident, so a
+32 MiB argument in 16 KiB fragments peaked at 2.33x its size (R4). As a
+mapping it grows by ``mremap`` and leaves nothing behind: the peak is the
+argument plus a fixed slack. The Rust binding only (the twin's memory is
+Python's). Each case runs in a fresh subprocess, whose ``VmHWM`` starts at
+its exec.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="mremap and /proc/self/status are Linux's"
+)
+
+_WORKER = """
+import hashlib, json, sys
+import fastagg
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+
+size, piece = int(sys.argv[1]), sys.argv[2]
+
+def event(part):
+    return b"data: " + json.dumps({"candidates": [{"content": {"role": "model", "parts": [part]}}]}).encode() + b"\\n\\n"
+
+fragment = event({"functionCall": {"partialArgs": [
+    {"jsonPath": "$.content", "stringValue": piece, "willContinue": True}], "willContinue": True}})
+agg = fastagg.StreamAggregator(deltas=False)
+agg.feed(event({"functionCall": {"id": "c1", "name": "write_file", "willContinue": True}}))
+base = status("VmRSS")
+for _ in range(size // len(piece.encode())):
+    agg.feed(fragment)
+agg.feed(event({"functionCall": {}}))
+result = agg.close()
+close_peak = status("VmHWM") - base
+content = result.function_calls[0]["args"]["content"]
+calls_peak = status("VmHWM") - base
+print(json.dumps({
+    "close": close_peak, "calls": calls_peak, "chars": len(content),
+    "sha1": hashlib.sha1(content.encode()).hexdigest(),
+    "warnings": result.warnings, "unfinished": result.unfinished_calls,
+}))
+"""
+
+MIB = 1 << 20
+SIZE = 32 * MIB
+# The fixed part of the peak: mimalloc's arena commit, the chain of blocks below
+# 1 MiB that the string left behind before it became a mapping, the event
+# buffers and the Python objects of the feed() calls. Measured at 8, 32 and
+# 96 MiB: 6.0 MiB over the argument for ASCII and 10.0 MiB for the wide one
+# (its events are \u-escaped, six bytes a character), the same at every size.
+SLACK = 12 * MIB
+
+
+def _run(piece: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, str(SIZE), piece],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out: dict[str, object] = json.loads(done.stdout)
+    return out
+
+
+def test_r12_a_32_mib_streamed_argument_peaks_at_its_size_plus_a_fixed_slack() -> None:
+    import hashlib
+
+    piece = "abcdefgh" * 2048  # 16 KiB of ASCII
+    out = _run(piece)
+    expected = piece * (SIZE // len(piece))
+    assert (out["chars"], out["sha1"]) == (SIZE, hashlib.sha1(expected.encode()).hexdigest())
+    assert (out["warnings"], out["unfinished"]) == ([], [])
+    # Before R12: 2.33x (74.6 MiB) for this very case.
+    assert isinstance(out["close"], int) and out["close"] <= SIZE + SLACK
+    # `.function_calls` adds the `str`: one byte per character for ASCII.
+    assert isinstance(out["calls"], int) and out["calls"] <= 2 * SIZE + SLACK
+
+
+def test_r12_a_wide_argument_adds_its_str_and_nothing_else() -> None:
+    import hashlib
+
+    piece = "\u4e2d\u6587x" * 2048  # 14 KiB of UTF-8: 2 of 3 characters need 2 bytes in a str
+    out = _run(piece)
+    count = SIZE // len(piece.encode())
+    expected = piece * count
+    utf8 = len(expected.encode())
+    assert (out["chars"], out["sha1"]) == (
+        len(expected),
+        hashlib.sha1(expected.encode()).hexdigest(),
+    )
+    assert isinstance(out["close"], int) and out["close"] <= utf8 + SLACK
+    # The str holds 2 bytes per character (UCS-2): made once at that width.
+    assert isinstance(out["calls"], int) and out["calls"] <= utf8 + 2 * len(expected) + SLACK
