@@ -31,7 +31,7 @@ def status(key):
             if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
 
-size, piece = int(sys.argv[1]), sys.argv[2]
+size, piece, last = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
 def event(part):
     return b"data: " + json.dumps({"candidates": [{"content": {"role": "model", "parts": [part]}}]}).encode() + b"\\n\\n"
@@ -43,6 +43,9 @@ agg.feed(event({"functionCall": {"id": "c1", "name": "write_file", "willContinue
 base = status("VmRSS")
 for _ in range(size // len(piece.encode())):
     agg.feed(fragment)
+if last:
+    agg.feed(event({"functionCall": {"partialArgs": [
+        {"jsonPath": "$.content", "stringValue": last, "willContinue": True}], "willContinue": True}}))
 agg.feed(event({"functionCall": {}}))
 result = agg.close()
 close_peak = status("VmHWM") - base
@@ -65,9 +68,9 @@ SIZE = 32 * MIB
 SLACK = 12 * MIB
 
 
-def _run(piece: str) -> dict[str, object]:
+def _run(piece: str, last: str = "") -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", _WORKER, str(SIZE), piece],
+        [sys.executable, "-c", _WORKER, str(SIZE), piece, last],
         capture_output=True,
         text=True,
         timeout=300,
@@ -106,3 +109,52 @@ def test_r12_a_wide_argument_adds_its_str_and_nothing_else() -> None:
     assert isinstance(out["close"], int) and out["close"] <= utf8 + SLACK
     # The str holds 2 bytes per character (UCS-2): made once at that width.
     assert isinstance(out["calls"], int) and out["calls"] <= utf8 + 2 * len(expected) + SLACK
+
+
+def test_r4_a_str_made_from_a_huge_text_is_made_at_its_final_width() -> None:
+    """R4 (binding, ``build/strings.rs`` HUGE): 32 MiB of ASCII, then one CJK
+    character. Python's UTF-8 decoder would write the ASCII one byte a
+    character, then copy it into a 2-byte buffer: 96 MiB for a 64 MiB ``str``."""
+    import hashlib
+
+    piece = "abcdefgh" * 2048
+    out = _run(piece, "\u4e2d")
+    expected = piece * (SIZE // len(piece)) + "\u4e2d"
+    assert (out["chars"], out["sha1"]) == (
+        len(expected),
+        hashlib.sha1(expected.encode()).hexdigest(),
+    )
+    assert isinstance(out["close"], int) and isinstance(out["calls"], int)
+    str_bytes = 2 * len(expected)  # UCS-2
+    assert out["calls"] - out["close"] <= str_bytes + 4 * MIB
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["a", "\u00e9a", "\u4e2dab", "\U0001f600a", "a\\n\u4e2d", "\\u00e9\\ud83d\\ude00"],
+    ids=["ascii", "latin-1", "ucs-2", "ucs-4", "escaped ucs-2", "escaped ucs-4"],
+)
+def test_r4_huge_strings_of_every_kind_are_their_characters(unit: str) -> None:
+    """The HUGE path of the ``str`` maker, on a complete call's argument (the
+    builder: plain and escaped) and on a streamed one (the core's string)."""
+    import fastagg
+
+    text_json = unit * ((1 << 20) // len(unit.encode()) + 1)  # past 1 MiB
+    expected = json.loads(f'"{text_json}"')
+    whole = (
+        '{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": '
+        '{"name": "w", "args": {"content": "' + text_json + '"}}}]}}]}'
+    )
+    agg = fastagg.StreamAggregator()
+    agg.feed_event(whole)
+    assert agg.close().function_calls[0]["args"]["content"] == expected
+    streamed = fastagg.StreamAggregator()
+    streamed.feed_event(
+        '{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": '
+        '{"name": "w", "willContinue": true, "partialArgs": [{"jsonPath": "$.content", '
+        '"stringValue": "' + text_json + '", "willContinue": true}]}}]}}]}'
+    )
+    streamed.feed_event(
+        '{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {}}]}}]}'
+    )
+    assert streamed.close().function_calls[0]["args"]["content"] == expected

@@ -46,7 +46,7 @@ pub(crate) fn new_str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, P
 
 /// A `str` of the UTF-8 `bytes` of a decoded string (not all ASCII).
 pub(super) fn utf8_bytes<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    if bytes.len() >= SHORT {
+    if (SHORT..HUGE).contains(&bytes.len()) {
         return decoded(py, bytes);
     }
     // Valid by construction (runs of the input cut at ASCII bytes, and
@@ -72,6 +72,13 @@ fn decoded<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>>
 
 /// Below this many bytes, [`utf8`] writes a `str` itself.
 const SHORT: usize = 512;
+/// RULE R4 (binding): from this many bytes on, [`utf8`] writes the `str`
+/// itself again, for its memory. Python's decoder writes one byte per
+/// character until the first wider one, then copies all it wrote into a
+/// wider buffer: a 32 MiB ASCII text ending in one CJK character peaked at
+/// 96 MiB for its 64 MiB `str`. Made at its final width from the start, the
+/// `str` is all a giant argument adds when it is read.
+const HUGE: usize = 1 << 20;
 
 /// A `str` of `text` (not all ASCII). A short one is written once, its kind
 /// (1, 2 or 4 bytes per character) read off its largest byte and its
@@ -81,9 +88,10 @@ const SHORT: usize = 512;
 /// script tried (Latin, Cyrillic, CJK, emoji, code with CJK comments). A
 /// longer one goes to the decoder, whose word-at-a-time ASCII loop wins on
 /// mostly-ASCII, Latin and Cyrillic text (up to 1.6x faster at 8 KiB; it stays
-/// slower on CJK and emoji, 0.6-0.8x).
+/// slower on CJK and emoji, 0.6-0.8x). A text of [`HUGE`] bytes or more is
+/// written once again, for memory.
 pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
-    if text.len() >= SHORT {
+    if (SHORT..HUGE).contains(&text.len()) {
         return decoded(py, text.as_bytes());
     }
     let (widest, count) = widest_and_count(text.as_bytes());
