@@ -1,4 +1,5 @@
-"""R12: blocks of 1 MiB or more are mappings of their own (Linux).
+"""R12: blocks of 1 MiB or more are mappings of their own (Linux); R13: a
+closed result hands its long argument strings over to their `str`.
 
 A giant streamed argument grows by doubling. Before R12 each doubling copied
 the string into a new mimalloc block and left the old one resident, so a
@@ -90,8 +91,10 @@ def test_r12_a_32_mib_streamed_argument_peaks_at_its_size_plus_a_fixed_slack() -
     assert (out["warnings"], out["unfinished"]) == ([], [])
     # Before R12: 2.33x (74.6 MiB) for this very case.
     assert isinstance(out["close"], int) and out["close"] <= SIZE + SLACK
-    # `.function_calls` adds the `str`: one byte per character for ASCII.
-    assert isinstance(out["calls"], int) and out["calls"] <= 2 * SIZE + SLACK
+    # R13: the core hands its copy over as the `str` is written (one byte per
+    # character for ASCII): reading `.function_calls` adds nothing to the peak
+    # but a piece. Before R13: 70.0 MiB.
+    assert isinstance(out["calls"], int) and out["calls"] <= SIZE + SLACK
 
 
 def test_r12_a_wide_argument_adds_its_str_and_nothing_else() -> None:
@@ -107,8 +110,10 @@ def test_r12_a_wide_argument_adds_its_str_and_nothing_else() -> None:
         hashlib.sha1(expected.encode()).hexdigest(),
     )
     assert isinstance(out["close"], int) and out["close"] <= utf8 + SLACK
-    # The str holds 2 bytes per character (UCS-2): made once at that width.
-    assert isinstance(out["calls"], int) and out["calls"] <= utf8 + 2 * len(expected) + SLACK
+    # The str holds 2 bytes per character (UCS-2), made once at that width; the
+    # core's copy is handed over while it is written (R13): the peak is the larger.
+    assert isinstance(out["calls"], int)
+    assert out["calls"] <= max(utf8, 2 * len(expected)) + SLACK
 
 
 def test_r4_a_str_made_from_a_huge_text_is_made_at_its_final_width() -> None:

@@ -17,6 +17,7 @@ use crate::convert::{from_py, limit, with_bytes};
 use crate::deltas::deltas_to_py;
 use crate::detach::{is_detached, key, Detached, DETACH_BYTES};
 use crate::errors::{closed_error, malformed_error};
+use crate::handover::{self, Handed};
 use crate::interactions;
 use crate::results::AggregatedResponse;
 
@@ -326,6 +327,7 @@ impl StreamAggregator {
             None => Ok(AggregatedResponse::create(
                 py,
                 Arc::new(deep_safe(|| this.core.snapshot())),
+                Handed::new(Vec::new()),
             )?
             .into_any()),
         }
@@ -357,9 +359,10 @@ impl StreamAggregator {
         if let Some(done) = &this.closed {
             return Ok(done.clone_ref(py).into_any());
         }
-        let response = deep_safe(|| this.core.close());
+        // R13: the long strings of streamed arguments are handed over.
+        let (response, taken) = deep_safe(|| this.core.close_taking(handover::MIN));
         return_freed_pages(&mut this.core);
-        let done = AggregatedResponse::create(py, response)?;
+        let done = AggregatedResponse::create(py, response, Handed::new(taken))?;
         this.closed = Some(done.clone_ref(py));
         Ok(done.into_any())
     }

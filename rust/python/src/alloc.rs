@@ -138,15 +138,15 @@ mod huge {
 
     /// A mapping's alignment: the smallest page size of the supported
     /// targets. A block that needs more stays with mimalloc.
-    const PAGE: usize = 4096;
+    pub(super) const PAGE: usize = 4096;
 
     /// Whether a block of this layout is a mapping.
-    fn mapped(size: usize, align: usize) -> bool {
+    pub(super) fn mapped(size: usize, align: usize) -> bool {
         size >= SIZE && align <= PAGE
     }
 
     /// A mapping holds whole pages.
-    fn pages(size: usize) -> usize {
+    pub(super) fn pages(size: usize) -> usize {
         size.div_ceil(PAGE) * PAGE
     }
 
@@ -278,6 +278,39 @@ mod huge {
     #[cfg(not(target_os = "linux"))]
     unsafe fn remap(_ptr: *mut u8, _size: usize, _new_size: usize) -> *mut u8 {
         std::ptr::null_mut()
+    }
+}
+
+/// RULE R13 (binding): whether the block of `bytes` is a mapping of its own
+/// (R12), whose pages [`release_front`] can return while it is read.
+pub(crate) fn is_mapping(bytes: &[u8], capacity: usize) -> bool {
+    huge::mapped(capacity, 1) && bytes.as_ptr().align_offset(huge::PAGE) == 0
+}
+
+/// RULE R13 (binding): returns to the OS the whole pages of `bytes` from
+/// `*done` up to `upto` (rounded down to a page), and moves `*done` there:
+/// a string being handed over gives back what has been read of it. Those
+/// bytes read as zeros afterwards; the caller owns `bytes` and reads only
+/// what lies after `upto`. Nothing happens unless [`is_mapping`] holds.
+pub(crate) fn release_front(bytes: &mut Vec<u8>, done: &mut usize, upto: usize) {
+    if !is_mapping(bytes, bytes.capacity()) {
+        return;
+    }
+    let end = upto.min(bytes.len()) / huge::PAGE * huge::PAGE;
+    if end > *done {
+        #[cfg(target_os = "linux")]
+        // SAFETY: `[done, end)` lies inside the mapping that is `bytes`'s
+        // block (page aligned, `is_mapping`), which `&mut` makes ours alone;
+        // MADV_DONTNEED leaves the range mapped and reading as zeros, valid
+        // bytes of a `Vec<u8>`.
+        unsafe {
+            libc::madvise(
+                bytes.as_mut_ptr().add(*done).cast(),
+                end - *done,
+                libc::MADV_DONTNEED,
+            );
+        }
+        *done = end;
     }
 }
 

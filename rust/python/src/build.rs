@@ -10,7 +10,7 @@ mod strings;
 mod text;
 mod widen;
 
-pub(crate) use strings::new_str;
+pub(crate) use strings::{handed_over, new_str};
 
 use std::sync::MutexGuard;
 

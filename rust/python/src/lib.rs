@@ -10,6 +10,7 @@ mod deltas;
 mod detach;
 mod errors;
 mod gc_pause;
+mod handover;
 mod interactions;
 mod results;
 

@@ -14,6 +14,7 @@ use crate::build::new_str;
 use crate::convert::{call_to_py, map_to_py, opt_to_py, part_to_py, to_py};
 use crate::errors::diagnostics_to_py;
 use crate::gc_pause::GcPause;
+use crate::handover::Handed;
 
 /// R6: the value in `cell`, built by `make` on the first read (R11: with the
 /// cyclic collector paused while it is built).
@@ -37,6 +38,8 @@ fn once<'py, T>(
 #[pyclass(frozen, module = "fastagg._fastagg")]
 pub struct Candidate {
     inner: Arc<Response>,
+    /// R13: the strings `close()` handed over, shared with the response.
+    handed: Arc<Handed>,
     position: usize,
     // RULE D3a: built once, the same objects on every access.
     parts: PyOnceLock<Py<PyList>>,
@@ -51,9 +54,10 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    fn new(inner: Arc<Response>, position: usize) -> Self {
+    fn new(inner: Arc<Response>, handed: Arc<Handed>, position: usize) -> Self {
         Self {
             inner,
+            handed,
             position,
             parts: PyOnceLock::new(),
             content: PyOnceLock::new(),
@@ -74,8 +78,10 @@ impl Candidate {
         let parts = self.parts.get_or_try_init(py, || {
             let _pause = GcPause::new(py); // R11
             let list = PyList::empty(py);
-            for part in self.data().map_or(&[][..], |c| &c.parts) {
-                list.append(part_to_py(py, part)?)?;
+            for (i, part) in self.data().map_or(&[][..], |c| &c.parts).iter().enumerate() {
+                let value = part_to_py(py, part)?;
+                self.handed.fill_part(py, self.position, i, &value)?; // R13
+                list.append(value)?;
             }
             Ok::<_, PyErr>(list.unbind())
         })?;
@@ -229,6 +235,8 @@ impl Candidate {
 #[pyclass(frozen, module = "fastagg._fastagg")]
 pub struct AggregatedResponse {
     inner: Arc<Response>,
+    /// R13: the strings `close()` handed over.
+    handed: Arc<Handed>,
     candidates: Vec<Py<Candidate>>,
     /// Candidate 0 (the flat accessors), or an empty stand-in when absent.
     first: Py<Candidate>,
@@ -248,18 +256,26 @@ struct ResponseCache {
 }
 
 impl AggregatedResponse {
-    pub(crate) fn create(py: Python<'_>, inner: Arc<Response>) -> PyResult<Py<Self>> {
+    pub(crate) fn create(
+        py: Python<'_>,
+        inner: Arc<Response>,
+        handed: Handed,
+    ) -> PyResult<Py<Self>> {
+        let handed = Arc::new(handed);
+        let candidate =
+            |position| Candidate::new(Arc::clone(&inner), Arc::clone(&handed), position);
         let candidates = (0..inner.candidates.len())
-            .map(|position| Py::new(py, Candidate::new(Arc::clone(&inner), position)))
+            .map(|position| Py::new(py, candidate(position)))
             .collect::<PyResult<Vec<_>>>()?;
         let first = match inner.candidates.iter().position(|c| c.index == 0) {
             Some(position) => candidates[position].clone_ref(py),
-            None => Py::new(py, Candidate::new(Arc::clone(&inner), usize::MAX))?,
+            None => Py::new(py, candidate(usize::MAX))?,
         };
         Py::new(
             py,
             Self {
                 inner,
+                handed,
                 candidates,
                 first,
                 cached: ResponseCache {
@@ -403,12 +419,15 @@ impl AggregatedResponse {
     }
     /// A GenerateContentResponse-shaped dict of the aggregate (fresh objects).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.inner.to_value())
+        let response = to_py(py, &self.inner.to_value())?;
+        self.handed.fill_response(py, &response)?; // R13
+        Ok(response)
     }
     /// `to_dict()` as compact UTF-8 JSON.
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = serde_json::to_vec(&self.inner.to_value())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let mut value = self.inner.to_value();
+        self.handed.fill_value(py, &mut value)?; // R13
+        let bytes = serde_json::to_vec(&value).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyBytes::new(py, &bytes))
     }
     /// The aggregate as a `google.genai.types.GenerateContentResponse` (needs google-genai).

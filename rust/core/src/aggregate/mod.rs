@@ -3,6 +3,7 @@
 
 mod calls;
 mod candidate;
+mod handover;
 mod merge;
 mod parts;
 mod render;
@@ -21,6 +22,7 @@ use crate::event::{event_from_map, parse_event, EventIn, Fields, ParseError, Sha
 use crate::framing::{BodyFramer, Frame};
 
 use candidate::{CandidateState, Checkpoint};
+pub use handover::{Step, TakenString};
 use merge::{merge_fields, response_id_change, set_last, shape};
 pub use render::{cj, py_float_repr, q};
 pub use response::{
@@ -354,14 +356,28 @@ impl Aggregator {
     /// Ends the stream (`finish()` unless done) and returns the result;
     /// idempotent (D3).
     pub fn close(&mut self) -> Arc<Response> {
+        self.close_taking(usize::MAX).0
+    }
+
+    /// RULE R13: `close()`, with every string of at least `min` bytes in a
+    /// streamed call's arguments moved out of the result before it is
+    /// shared ([`Response::take_long_strings`]; none when `min` is
+    /// `usize::MAX`, or when the aggregator was closed before).
+    pub fn close_taking(&mut self, min: usize) -> (Arc<Response>, Vec<TakenString>) {
         if let Some(done) = &self.closed {
-            return Arc::clone(done);
+            return (Arc::clone(done), Vec::new());
         }
         self.finish(&mut Vec::new());
         self.closed_visible = self.visible_output();
-        let done = Arc::new(self.state.finish());
+        let mut response = self.state.finish();
+        let taken = if min == usize::MAX {
+            Vec::new()
+        } else {
+            response.take_long_strings(min)
+        };
+        let done = Arc::new(response);
         self.closed = Some(Arc::clone(&done));
-        done
+        (done, taken)
     }
 }
 

@@ -98,12 +98,7 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
     // Continuation bytes: few in mostly-ASCII text, most of the bytes in CJK.
     let sparse = text.len() - count < text.len() / 4;
     let len = ffi::Py_ssize_t::try_from(count)?;
-    let maxchar = match widest {
-        0..=0x7F => 0x7F,
-        0x80..=0xC3 => 0xFF,
-        0xC4..=0xEF => 0xFFFF,
-        _ => 0x10_FFFF,
-    };
+    let maxchar = maxchar_of(widest);
     // SAFETY: PyUnicode_New(len, maxchar) returns a new str of `len`
     // characters of the kind that `maxchar` selects, or NULL with an
     // exception set; its data is `len` writable units of that kind, and
@@ -128,6 +123,83 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
                 text,
                 sparse,
             ),
+        }
+        Ok(s.cast_into_unchecked())
+    }
+}
+
+/// The `maxchar` of `PyUnicode_New` for text whose largest byte is `widest`.
+fn maxchar_of(widest: u8) -> u32 {
+    match widest {
+        0..=0x7F => 0x7F,
+        0x80..=0xC3 => 0xFF,
+        0xC4..=0xEF => 0xFFFF,
+        _ => 0x10_FFFF,
+    }
+}
+
+/// R13: the text is read and written this many bytes at a time.
+const PIECE: usize = 1 << 20;
+
+/// RULE R13 (binding): the `str` of a string handed over by the core. It is
+/// made at its final width (as [`utf8`] makes a huge one), then written one
+/// piece of about 1 MiB at a time, and the pages of each piece written are
+/// returned to the OS (`alloc::release_front`: the string is a mapping of
+/// its own, R12). So the string and its `str` are never both whole in
+/// memory: the peak is the larger of the two, plus a piece.
+pub(crate) fn handed_over(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyString>> {
+    let mut bytes = text.into_bytes();
+    if !crate::alloc::is_mapping(&bytes, bytes.capacity()) {
+        // SAFETY: the bytes of a `String`.
+        return new_str(py, unsafe { std::str::from_utf8_unchecked(&bytes) });
+    }
+    // Pieces end at character boundaries: (end, characters).
+    let (mut pieces, mut widest, mut count, mut start) = (Vec::new(), 0u8, 0usize, 0usize);
+    while start < bytes.len() {
+        let mut end = (start + PIECE).min(bytes.len());
+        while bytes.get(end).is_some_and(|&b| b & 0xC0 == 0x80) {
+            end += 1;
+        }
+        let (w, c) = widest_and_count(&bytes[start..end]);
+        widest = widest.max(w);
+        count += c;
+        pieces.push((end, c));
+        start = end;
+    }
+    let maxchar = maxchar_of(widest);
+    // SAFETY: as in `utf8`: a new str of `count` characters of the kind
+    // `maxchar` selects, `count` writable units, filled piece by piece with
+    // exactly the characters of `bytes` (each piece whole characters of a
+    // `String`, not yet released: only bytes before a piece's end are).
+    unsafe {
+        let s = Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyUnicode_New(ffi::Py_ssize_t::try_from(count)?, maxchar),
+        )?;
+        let data = ffi::PyUnicode_DATA(s.as_ptr());
+        let (mut start, mut o, mut released) = (0, 0, 0);
+        for (end, c) in pieces {
+            let text = std::str::from_utf8_unchecked(&bytes[start..end]);
+            let sparse = (end - start) - c < (end - start) / 4;
+            match maxchar {
+                0x7F | 0xFF => fill_latin1(
+                    std::slice::from_raw_parts_mut(data.cast::<u8>().add(o), c),
+                    text,
+                ),
+                0xFFFF => fill(
+                    std::slice::from_raw_parts_mut(data.cast::<u16>().add(o), c),
+                    text,
+                    sparse,
+                ),
+                _ => fill(
+                    std::slice::from_raw_parts_mut(data.cast::<u32>().add(o), c),
+                    text,
+                    sparse,
+                ),
+            }
+            o += c;
+            start = end;
+            crate::alloc::release_front(&mut bytes, &mut released, end);
         }
         Ok(s.cast_into_unchecked())
     }
