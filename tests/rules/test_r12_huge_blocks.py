@@ -1,4 +1,4 @@
-"""R12: blocks of 1 MiB or more are mappings of their own (Linux); R13: a
+"""R12: a block that grows to 1 MiB or more becomes a mapping of its own (Linux); R13: a
 closed result hands its long argument strings over to their `str`.
 
 A giant streamed argument grows by doubling. Before R12 each doubling copied

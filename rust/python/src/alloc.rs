@@ -35,27 +35,20 @@ const WORD: usize = std::mem::size_of::<usize>();
 // SAFETY: each method forwards to the mimalloc call with the contract the
 // trait asks for: a block of at least `layout.size()` bytes aligned to
 // `layout.align()` (plain calls only where a word's alignment suffices), or
-// null; `dealloc` and `realloc` get blocks these methods returned. Blocks of
-// `huge::SIZE` bytes or more go to the `huge` module (R12), which decides by
-// size and alignment alone, on every call, so a block always goes back to
-// the side it came from. The common case pays one compare.
+// null; `dealloc` and `realloc` get blocks these methods returned. Frees
+// and growth of blocks of `huge::SIZE` bytes or more go to the `huge`
+// module (R12), which tells its mappings from mimalloc's blocks, so a block
+// always goes back to the side it came from. The common case pays one
+// compare.
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= huge::SIZE {
-            // SAFETY: the same contract, forwarded.
-            return unsafe { huge::alloc(layout) };
-        }
         // SAFETY: see the impl.
         unsafe { small_alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= huge::SIZE {
-            // SAFETY: the same contract, forwarded.
-            return unsafe { huge::alloc_zeroed(layout) };
-        }
         // SAFETY: see the impl.
         unsafe {
             if layout.align() <= WORD {
@@ -115,20 +108,30 @@ unsafe fn small_realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u
     }
 }
 
-/// RULE R12: blocks of 1 MiB or more are mappings of their own (Linux). A
-/// giant streamed argument's `String` doubles as it grows; mimalloc copies
-/// each doubling into a new block and keeps the old one resident for reuse,
-/// so an argument peaked at 2.3-3.7x its size (R4). A mapping grows by
-/// `mremap`, which moves page-table entries instead of copying bytes and
-/// leaves no freed block behind, and `munmap` returns its pages at once (an
-/// event buffer past 1 MiB reserves `max_event_bytes` at once, F17: its
-/// untouched pages are never resident). Elsewhere every block stays with
+/// RULE R12: a block that grows to 1 MiB or more becomes a mapping of its
+/// own (Linux). A giant streamed argument's `String` doubles as it grows;
+/// mimalloc copies each doubling into a new block and keeps the old one
+/// resident for reuse, so an argument peaked at 2.3-3.7x its size (R4). A
+/// mapping grows by `mremap`, which moves page-table entries instead of
+/// copying bytes and leaves no freed block behind, and `munmap` returns its
+/// pages at once. A block allocated at its size (an event buffer, F17; a
+/// copy, a conversion) stays with mimalloc at any size: a fresh mapping
+/// costs a page fault per 4 KiB when first written, where mimalloc reuses
+/// resident memory (mappings for every huge block made `feed_chunk()` of a
+/// 1 MB streamed argument 1.7-2.7x slower per chunk). Which side a block is
+/// on: a mapped layout (by size and alignment) that mimalloc's page map does
+/// not hold is a mapping. Elsewhere than Linux every block stays with
 /// mimalloc (`SIZE` is then never reached).
 mod huge {
     use std::alloc::Layout;
     use std::ffi::c_void;
 
-    use libmimalloc_sys::{mi_free, mi_zalloc_aligned};
+    use libmimalloc_sys::mi_free;
+
+    extern "C" {
+        /// mimalloc's public API (in `libmimalloc-sys` behind its `extended` feature).
+        fn mi_is_in_heap_region(p: *const c_void) -> bool;
+    }
 
     /// Blocks of at least this many bytes are this module's.
     #[cfg(target_os = "linux")]
@@ -151,42 +154,26 @@ mod huge {
     }
 
     /// # Safety
-    /// As for `GlobalAlloc::alloc`, with `layout.size() >= SIZE`.
-    #[cold]
-    #[inline(never)]
-    pub(super) unsafe fn alloc(layout: Layout) -> *mut u8 {
-        if mapped(layout.size(), layout.align()) {
-            return map(layout.size());
-        }
-        // SAFETY: forwarded.
-        unsafe { super::small_alloc(layout) }
-    }
-
-    /// # Safety
-    /// As for `GlobalAlloc::alloc_zeroed`, with `layout.size() >= SIZE`.
-    #[cold]
-    #[inline(never)]
-    pub(super) unsafe fn alloc_zeroed(layout: Layout) -> *mut u8 {
-        if mapped(layout.size(), layout.align()) {
-            return map(layout.size()); // fresh anonymous pages read as zero
-        }
-        // SAFETY: forwarded.
-        unsafe { mi_zalloc_aligned(layout.size(), layout.align()).cast() }
-    }
-
-    /// # Safety
     /// As for `GlobalAlloc::dealloc`, with `layout.size() >= SIZE`.
     #[cold]
     #[inline(never)]
     pub(super) unsafe fn dealloc(ptr: *mut u8, layout: Layout) {
-        if mapped(layout.size(), layout.align()) {
-            // SAFETY: a block of this layout is a whole mapping made by `map`
-            // or `realloc`; unmapping a whole mapping cannot fail.
+        if is_ours(ptr, layout.size(), layout.align()) {
+            // SAFETY: a block of this layout that mimalloc does not own is a
+            // whole mapping made by `realloc`; unmapping it cannot fail.
             unsafe { unmap(ptr, layout.size()) };
         } else {
             // SAFETY: forwarded: the block is mimalloc's.
             unsafe { mi_free(ptr.cast::<c_void>()) };
         }
+    }
+
+    /// Whether the block at `ptr` is a mapping of ours: of a mapped layout
+    /// and not in mimalloc's memory (a block allocated fresh at any size is
+    /// mimalloc's; only growth makes mappings).
+    fn is_ours(ptr: *mut u8, size: usize, align: usize) -> bool {
+        // SAFETY: mimalloc's page map lookup takes any pointer.
+        mapped(size, align) && !unsafe { mi_is_in_heap_region(ptr.cast::<c_void>()) }
     }
 
     /// # Safety
@@ -195,24 +182,28 @@ mod huge {
     #[inline(never)]
     pub(super) unsafe fn realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let align = layout.align();
-        match (mapped(layout.size(), align), mapped(new_size, align)) {
+        match (is_ours(ptr, layout.size(), align), mapped(new_size, align)) {
             // SAFETY: the block is a whole mapping of `layout.size()` bytes.
             (true, true) => unsafe { remap(ptr, layout.size(), new_size) },
-            // SAFETY: both blocks are mimalloc's.
+            // SAFETY: the block is mimalloc's and stays so.
             (false, false) => unsafe { super::small_realloc(ptr, layout, new_size) },
-            // SAFETY: `ptr` holds `layout.size()` bytes on the side its size
+            // SAFETY: `ptr` holds `layout.size()` bytes on the side `is_ours`
             // names; the new block holds `new_size`, and only the bytes both
             // hold are copied before the old block goes back to its side.
-            _ => unsafe {
+            (ours, _) => unsafe {
                 let new_layout = Layout::from_size_align_unchecked(new_size, align);
-                let new = if mapped(new_size, align) {
-                    map(new_size)
-                } else {
+                let new = if ours {
                     super::small_alloc(new_layout)
+                } else {
+                    map(new_size)
                 };
                 if !new.is_null() {
                     std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                    dealloc(ptr, layout);
+                    if ours {
+                        unmap(ptr, layout.size());
+                    } else {
+                        mi_free(ptr.cast::<c_void>());
+                    }
                 }
                 new
             },
