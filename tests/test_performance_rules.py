@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 
 from fastagg import _fastagg, reference
+from proc_status import STATUS
 from streams import sse_body
 
 MIB = 1024 * 1024
@@ -60,16 +61,13 @@ def test_r2_a_delta_value_read_twice_is_one_object() -> None:
     )
 
 
-_GIANT_WORKER = """
+_GIANT_WORKER = (
+    """
 import json, sys
 import fastagg
-
-def status(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-
+"""
+    + STATUS
+    + """
 def event(part):
     return b"data: " + json.dumps({"candidates": [{"content": {"parts": [part]}}]}).encode() + b"\\r\\n\\r\\n"
 
@@ -85,6 +83,7 @@ agg.feed(event({"functionCall": {}}))
 result = agg.close()
 print(status("VmHWM") - base, len(result.parts[0]["functionCall"]["args"]["content"]))
 """
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")

@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 
 from fastagg.errors import MalformedStreamError
+from proc_status import STATUS
 from streams import HELLO, WORLD, chunk, dumps, run, sse
 
 
@@ -136,17 +137,14 @@ def test_f8_feed_event_str_with_lone_surrogate_is_invalid_utf8(impl: ModuleType)
     assert agg.events_seen == 1
 
 
-_OVERSIZED_WORKER = """
+_OVERSIZED_WORKER = (
+    """
 import sys
 from importlib import import_module
 impl = import_module(sys.argv[1])
-
-def status(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-
+"""
+    + STATUS
+    + """
 limit = 32 * 1024 * 1024
 agg = impl.StreamAggregator(max_event_bytes=limit, strict=False)
 piece = b"x" * 65536
@@ -158,6 +156,7 @@ agg.feed(b'"}\\n\\ndata: {"candidates":[{"content":{"parts":[{"text":"after"}]}}
 result = agg.close()
 print(status("VmHWM") - base, status("VmRSS") - base, result.text, len(result.warnings))
 """
+)
 
 # MiB of slack in the bounds below: Python objects made by 1,000 feed() calls, and
 # for the peak the allocator's share: the doubling chain below 1 MiB that the

@@ -18,20 +18,19 @@ import sys
 
 import pytest
 
+from proc_status import STATUS
+
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="mremap and /proc/self/status are Linux's"
 )
 
-_WORKER = """
+_WORKER = (
+    """
 import hashlib, json, sys
 import fastagg
-
-def status(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-
+"""
+    + STATUS
+    + """
 size, piece, last = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
 def event(part):
@@ -58,6 +57,7 @@ print(json.dumps({
     "warnings": result.warnings, "unfinished": result.unfinished_calls,
 }))
 """
+)
 
 MIB = 1 << 20
 SIZE = 32 * MIB
