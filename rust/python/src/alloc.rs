@@ -171,7 +171,7 @@ mod huge {
     /// Whether the block at `ptr` is a mapping of ours: of a mapped layout
     /// and not in mimalloc's memory (a block allocated fresh at any size is
     /// mimalloc's; only growth makes mappings).
-    fn is_ours(ptr: *mut u8, size: usize, align: usize) -> bool {
+    pub(super) fn is_ours(ptr: *mut u8, size: usize, align: usize) -> bool {
         // SAFETY: mimalloc's page map lookup takes any pointer.
         mapped(size, align) && !unsafe { mi_is_in_heap_region(ptr.cast::<c_void>()) }
     }
@@ -275,7 +275,9 @@ mod huge {
 /// RULE R13 (binding): whether the block of `bytes` is a mapping of its own
 /// (R12), whose pages [`release_front`] can return while it is read.
 pub(crate) fn is_mapping(bytes: &[u8], capacity: usize) -> bool {
-    huge::mapped(capacity, 1) && bytes.as_ptr().align_offset(huge::PAGE) == 0
+    // A block made at 1 MiB or more is mimalloc's (R12): only a mapping's
+    // pages are given back.
+    huge::is_ours(bytes.as_ptr().cast_mut(), capacity, 1)
 }
 
 /// RULE R13 (binding): returns to the OS the whole pages of `bytes` from
