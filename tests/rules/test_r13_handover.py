@@ -125,3 +125,62 @@ def test_r13_the_same_result_on_every_close_and_a_snapshot_before_it_is_whole(
     assert orjson.loads(done.to_json())["candidates"][0]["content"]["parts"][0] == {
         "functionCall": {"name": "w", "args": {"body": BIG}}
     }
+
+
+_FAILING_WORKER = r"""
+import json, resource, sys
+from fastagg import StreamAggregator
+
+size, pieces = int(sys.argv[1]), int(sys.argv[2])
+big = "x" * size
+step = size // pieces
+agg = StreamAggregator()
+agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [
+    {"functionCall": {"name": "w", "willContinue": True}}]}}]}))
+for i in range(pieces):
+    agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {
+        "partialArgs": [{"jsonPath": "$.body", "stringValue": big[i * step:(i + 1) * step],
+                         "willContinue": i < pieces - 1}],
+        "willContinue": True}}]}}]}))
+agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {}}]},
+                                           "finishReason": "STOP"}]}))
+result = agg.close()
+with open("/proc/self/status") as f:
+    vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+# Room for small objects, none for a str of the argument's size.
+resource.setrlimit(resource.RLIMIT_AS, (vm + size // 4, hard))
+try:
+    result.function_calls
+    failed = "no"
+except MemoryError:
+    failed = "MemoryError"
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+body = result.function_calls[0]["args"]["body"]
+print(json.dumps({"failed": failed, "length": len(body), "same": body == big,
+                  "parts": result.parts[0]["functionCall"]["args"]["body"] == big}))
+"""
+
+
+@pytest.mark.parametrize("pieces", [2, 1], ids=["grown_into_a_mapping", "arrived_in_one_piece"])
+def test_r13_a_str_that_could_not_be_made_leaves_the_text_for_the_next_read(pieces: int) -> None:
+    """E: bad luck (a MemoryError) loses nothing received. The text is taken
+    from its slot only once its ``str`` exists, so the read after a failed one
+    returns the whole argument."""
+    import subprocess
+    import sys
+
+    size = 16 * MIB
+    done = subprocess.run(
+        [sys.executable, "-c", _FAILING_WORKER, str(size), str(pieces)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {
+        "failed": "MemoryError",
+        "length": size,
+        "same": True,
+        "parts": True,
+    }

@@ -1,7 +1,7 @@
 //! RULE R13 (binding): the long strings a closed result's core handed over,
 //! each turned into its `str` once and put back wherever a value is read.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use fastagg_core::aggregate::{Step, TakenString};
 use pyo3::prelude::*;
@@ -47,13 +47,16 @@ impl Handed {
 
     fn str_of<'py>(py: Python<'py>, slot: &Slot) -> PyResult<Bound<'py, PyString>> {
         let built = slot.built.get_or_try_init(py, || {
-            // Taken once: the lock is only ever held here, under the GIL.
-            let text = slot
-                .text
-                .lock()
-                .map_or_else(|_| None, |mut t| t.take())
-                .unwrap_or_default();
-            handed_over(py, text).map(Bound::unbind)
+            // The lock is only ever held here, under the GIL. The text is
+            // consumed only once its `str` exists (a failed read leaves it
+            // for the next one).
+            let mut guard = slot.text.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut text = guard.take().unwrap_or_default();
+            let made = handed_over(py, &mut text);
+            if made.is_err() {
+                *guard = Some(text);
+            }
+            made.map(Bound::unbind)
         })?;
         Ok(built.bind(py).clone())
     }

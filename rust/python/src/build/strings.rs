@@ -147,35 +147,36 @@ const PIECE: usize = 1 << 20;
 /// returned to the OS (`alloc::release_front`: the string is a mapping of
 /// its own, R12). So the string and its `str` are never both whole in
 /// memory: the peak is the larger of the two, plus a piece.
-pub(crate) fn handed_over(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyString>> {
-    let mut bytes = text.into_bytes();
-    if !crate::alloc::is_mapping(&bytes, bytes.capacity()) {
-        // SAFETY: the bytes of a `String`.
-        return new_str(py, unsafe { std::str::from_utf8_unchecked(&bytes) });
+///
+/// `text` is emptied (and freed) only once its `str` exists: if the `str`
+/// cannot be made (a `MemoryError`), `text` is left whole, so a later read
+/// can try again and nothing received is lost.
+pub(crate) fn handed_over<'py>(
+    py: Python<'py>,
+    text: &mut String,
+) -> PyResult<Bound<'py, PyString>> {
+    if !crate::alloc::is_mapping(text.as_bytes(), text.capacity()) {
+        let s = new_str(py, text)?;
+        drop(std::mem::take(text));
+        return Ok(s);
     }
-    // Pieces end at character boundaries: (end, characters).
-    let (mut pieces, mut widest, mut count, mut start) = (Vec::new(), 0u8, 0usize, 0usize);
-    while start < bytes.len() {
-        let mut end = (start + PIECE).min(bytes.len());
-        while bytes.get(end).is_some_and(|&b| b & 0xC0 == 0x80) {
-            end += 1;
-        }
-        let (w, c) = widest_and_count(&bytes[start..end]);
-        widest = widest.max(w);
-        count += c;
-        pieces.push((end, c));
-        start = end;
-    }
+    let (pieces, widest, count) = pieces_of(text.as_bytes());
     let maxchar = maxchar_of(widest);
-    // SAFETY: as in `utf8`: a new str of `count` characters of the kind
-    // `maxchar` selects, `count` writable units, filled piece by piece with
-    // exactly the characters of `bytes` (each piece whole characters of a
-    // `String`, not yet released: only bytes before a piece's end are).
-    unsafe {
-        let s = Bound::from_owned_ptr_or_err(
+    // SAFETY: a new str of `count` characters of the kind `maxchar` selects.
+    let s = unsafe {
+        Bound::from_owned_ptr_or_err(
             py,
             ffi::PyUnicode_New(ffi::Py_ssize_t::try_from(count)?, maxchar),
-        )?;
+        )?
+    };
+    // The `str` exists: from here nothing fails, and the text is ours to
+    // consume.
+    let mut bytes = std::mem::take(text).into_bytes();
+    // SAFETY: as in `utf8`: `s` has `count` writable units, filled piece by
+    // piece with exactly the characters of `bytes` (each piece whole
+    // characters of a `String`, not yet released: only bytes before a
+    // piece's end are).
+    unsafe {
         let data = ffi::PyUnicode_DATA(s.as_ptr());
         let (mut start, mut o, mut released) = (0, 0, 0);
         for (end, c) in pieces {
@@ -203,6 +204,25 @@ pub(crate) fn handed_over(py: Python<'_>, text: String) -> PyResult<Bound<'_, Py
         }
         Ok(s.cast_into_unchecked())
     }
+}
+
+/// R13: `bytes` cut into pieces of about [`PIECE`] bytes that end at
+/// character boundaries, each as (end, characters); with the largest byte
+/// and the number of characters of the whole.
+fn pieces_of(bytes: &[u8]) -> (Vec<(usize, usize)>, u8, usize) {
+    let (mut pieces, mut widest, mut count, mut start) = (Vec::new(), 0u8, 0usize, 0usize);
+    while start < bytes.len() {
+        let mut end = (start + PIECE).min(bytes.len());
+        while bytes.get(end).is_some_and(|&b| b & 0xC0 == 0x80) {
+            end += 1;
+        }
+        let (w, c) = widest_and_count(&bytes[start..end]);
+        widest = widest.max(w);
+        count += c;
+        pieces.push((end, c));
+        start = end;
+    }
+    (pieces, widest, count)
 }
 
 /// 2^9 slots of 32 bytes: 16 KiB, which stays in the processor's first
