@@ -1,5 +1,7 @@
 //! `str` objects for the builder: an ASCII fast path and a cache of keys.
 
+use std::mem::MaybeUninit;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -7,6 +9,8 @@ use pyo3::types::PyString;
 
 use super::scan::{block_at, BLOCK};
 use super::widen::{fill, fill_latin1, widest_and_count};
+#[cfg(target_arch = "x86_64")]
+use super::widen::{narrow, short_units, SHORT_UNITS};
 
 /// A `str` of ASCII `bytes`, made the way Python makes one internally: an
 /// ASCII object of the right length, the bytes copied in. (Through
@@ -94,6 +98,10 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
     if (SHORT..HUGE).contains(&text.len()) {
         return decoded(py, text.as_bytes());
     }
+    #[cfg(target_arch = "x86_64")]
+    if text.len() < SHORT {
+        return short(py, text);
+    }
     let (widest, count) = widest_and_count(text.as_bytes());
     // Continuation bytes: few in mostly-ASCII text, most of the bytes in CJK.
     let sparse = text.len() - count < text.len() / 4;
@@ -123,6 +131,73 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
                 text,
                 sparse,
             ),
+        }
+        Ok(s.cast_into_unchecked())
+    }
+}
+
+/// R7: the `str` of a short `text` in one pass ([`short_units`]): as
+/// UTF-16 units, or as UCS-4 if it has a character above U+FFFF.
+#[cfg(target_arch = "x86_64")]
+fn short<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+    let mut units = [MaybeUninit::<u16>::uninit(); SHORT_UNITS + BLOCK];
+    if let Some((count, or)) = short_units(text, &mut units) {
+        // SAFETY: `short_units` wrote the first `count` units.
+        let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u16>(), count) };
+        return from_units(py, units, or);
+    }
+    let mut units = [MaybeUninit::<u32>::uninit(); SHORT_UNITS + BLOCK];
+    let (count, or) = short_units(text, &mut units).unwrap_or((0, 0x10_FFFF));
+    // SAFETY: as above (and `count` is 0 if, against its contract, `text`
+    // was too long).
+    let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u32>(), count) };
+    from_units(py, units, or)
+}
+
+/// R7: the `str` of `units`, the characters of a text with one above
+/// U+007F, whose non-ASCII characters OR to `or`: Latin-1 if that is below
+/// 0x100, UCS-2 below 0x10000, else UCS-4 (Python's canonical form: the
+/// narrowest kind that holds them all).
+#[cfg(target_arch = "x86_64")]
+fn from_units<'py, U: Copy + Into<u32>>(
+    py: Python<'py>,
+    units: &[U],
+    or: u32,
+) -> PyResult<Bound<'py, PyString>> {
+    let count = units.len();
+    let maxchar = match or {
+        0..=0xFF => 0xFF,
+        0x100..=0xFFFF => 0xFFFF,
+        _ => 0x10_FFFF,
+    };
+    // SAFETY: PyUnicode_New(count, maxchar) returns a new str of `count`
+    // characters of the kind `maxchar` selects, or NULL with an exception
+    // set; its data is `count` writable units of that kind, filled here with
+    // exactly the characters of `units`: copied when `U` is that kind's unit
+    // (its size), else narrowed (every one fits the kind).
+    unsafe {
+        let s = Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyUnicode_New(ffi::Py_ssize_t::try_from(count)?, maxchar),
+        )?;
+        let data = ffi::PyUnicode_DATA(s.as_ptr());
+        let unit = match maxchar {
+            0xFF => 1,
+            0xFFFF => 2,
+            _ => 4,
+        };
+        if unit == std::mem::size_of::<U>() {
+            std::ptr::copy_nonoverlapping(units.as_ptr(), data.cast::<U>(), count);
+        } else if unit == 1 {
+            narrow(
+                units,
+                std::slice::from_raw_parts_mut(data.cast::<u8>(), count),
+            );
+        } else {
+            let wide = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
+            for (w, &u) in wide.iter_mut().zip(units) {
+                *w = u16::try_from(u.into()).unwrap_or(0);
+            }
         }
         Ok(s.cast_into_unchecked())
     }
