@@ -99,8 +99,8 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
         return decoded(py, text.as_bytes());
     }
     #[cfg(target_arch = "x86_64")]
-    if text.len() < SHORT {
-        return short(py, text);
+    if let Some(s) = short(py, text) {
+        return s;
     }
     let (widest, count) = widest_and_count(text.as_bytes());
     // Continuation bytes: few in mostly-ASCII text, most of the bytes in CJK.
@@ -137,21 +137,21 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
 }
 
 /// R7: the `str` of a short `text` in one pass ([`short_units`]): as
-/// UTF-16 units, or as UCS-4 if it has a character above U+FFFF.
+/// UTF-16 units, or as UCS-4 if it has a character above U+FFFF; `None` if
+/// it is longer than [`SHORT_UNITS`].
 #[cfg(target_arch = "x86_64")]
-fn short<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyString>> {
+fn short<'py>(py: Python<'py>, text: &str) -> Option<PyResult<Bound<'py, PyString>>> {
     let mut units = [MaybeUninit::<u16>::uninit(); SHORT_UNITS + BLOCK];
     if let Some((count, or)) = short_units(text, &mut units) {
         // SAFETY: `short_units` wrote the first `count` units.
         let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u16>(), count) };
-        return from_units(py, units, or);
+        return Some(from_units(py, units, or));
     }
     let mut units = [MaybeUninit::<u32>::uninit(); SHORT_UNITS + BLOCK];
-    let (count, or) = short_units(text, &mut units).unwrap_or((0, 0x10_FFFF));
-    // SAFETY: as above (and `count` is 0 if, against its contract, `text`
-    // was too long).
+    let (count, or) = short_units(text, &mut units)?;
+    // SAFETY: as above.
     let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u32>(), count) };
-    from_units(py, units, or)
+    Some(from_units(py, units, or))
 }
 
 /// R7: the `str` of `units`, the characters of a text with one above
