@@ -6,6 +6,8 @@ objects throughout, so the values must agree)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from types import ModuleType
 
 import orjson
@@ -167,9 +169,6 @@ def test_r13_a_str_that_could_not_be_made_leaves_the_text_for_the_next_read(piec
     """E: bad luck (a MemoryError) loses nothing received. The text is taken
     from its slot only once its ``str`` exists, so the read after a failed one
     returns the whole argument."""
-    import subprocess
-    import sys
-
     size = 16 * MIB
     done = subprocess.run(
         [sys.executable, "-c", _FAILING_WORKER, str(size), str(pieces)],
@@ -184,3 +183,40 @@ def test_r13_a_str_that_could_not_be_made_leaves_the_text_for_the_next_read(piec
         "same": True,
         "parts": True,
     }
+
+
+_CLOSE_WORKER = r"""
+import json
+import fastagg
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+agg = fastagg.StreamAggregator(deltas=False)
+agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [
+    {"functionCall": {"name": "w", "willContinue": True}}]}}]}))
+piece = "x" * (64 << 10)
+for _ in range(64):
+    agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {
+        "partialArgs": [{"jsonPath": "$.body", "stringValue": piece, "willContinue": True}],
+        "willContinue": True}}]}}]}))
+agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {}}]},
+                                           "finishReason": "STOP"}]}))
+before = rss_kb()
+result = agg.close()
+print(before - rss_kb())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status is Linux's")
+def test_r13_a_close_that_hands_a_string_over_returns_the_freed_pages_first() -> None:
+    """R13: the blocks a 4 MiB argument grew through below 1 MiB (about
+    1 MiB) were freed during the feed but stay resident in mimalloc; the
+    close() that hands the string over returns them before its ``str`` is
+    made, so process RSS falls at close (before: it stayed, or rose)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CLOSE_WORKER], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) >= 512  # KiB
