@@ -362,7 +362,7 @@ impl StreamAggregator {
         // R13: the long strings of streamed arguments are handed over.
         let (response, taken) = deep_safe(|| this.core.close_taking(handover::MIN));
         return_freed_pages(&mut this.core);
-        if !taken.is_empty() {
+        if taken.iter().map(|t| t.text.len()).sum::<usize>() >= handover::COLLECT {
             crate::alloc::return_freed_pages_now(); // R13: before its str is made
         }
         let done = AggregatedResponse::create(py, response, Handed::new(taken))?;

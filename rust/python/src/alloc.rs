@@ -342,9 +342,10 @@ pub(crate) fn return_freed_pages(core: &mut Aggregator) {
 }
 
 /// F17, R13: freed pages back to the OS now. Also after a `close()` that
-/// handed a long string over (R13): the blocks the string grew through below
-/// 1 MiB (about 1 MiB in all) and the events' buffers were freed during the
-/// feed and are still resident, just before its `str` is made.
+/// handed long strings of 8 MiB or more over (R13, `handover::COLLECT`): the
+/// blocks a string grew through below 1 MiB (about 1 MiB in all) and the
+/// events' buffers were freed during the feed and are still resident, just
+/// before its `str` is made.
 pub(crate) fn return_freed_pages_now() {
     // SAFETY: mi_collect takes no pointers and may be called at any time.
     unsafe { mi_collect(true) };
