@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from proc_status import STATUS
+from worker_streams import STREAMED_ARG
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="mremap and /proc/self/status are Linux's"
@@ -177,27 +178,14 @@ def _thp_mode() -> str | None:
     return text.split("[", 1)[1].split("]", 1)[0] if "[" in text else None
 
 
-_THP_WORKER = r"""
-import json
-import fastagg
-
-def anon_huge_kb():
-    with open("/proc/self/smaps_rollup") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
-
-agg = fastagg.StreamAggregator(deltas=False)
-agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [
-    {"functionCall": {"name": "w", "willContinue": True}}]}}]}))
-piece = "x" * (64 << 10)
-for _ in range(64):  # 4 MiB of argument, and the events' buffers
-    agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {
-        "partialArgs": [{"jsonPath": "$.body", "stringValue": piece, "willContinue": True}],
-        "willContinue": True}}]}}]}))
-agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {}}]},
-                                           "finishReason": "STOP"}]}))
-assert len(agg.close().function_calls[0]["args"]["body"]) == 64 * len(piece)
-print(anon_huge_kb())
+_THP_WORKER = (
+    STREAMED_ARG
+    + r"""
+result = streamed_arg(4 << 20).close()  # 4 MiB of argument, and the events' buffers
+assert len(result.function_calls[0]["args"]["body"]) == 4 << 20
+print(proc_kib("/proc/self/smaps_rollup", "AnonHugePages"))
 """
+)
 
 
 @pytest.mark.skipif(

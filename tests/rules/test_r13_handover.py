@@ -13,6 +13,8 @@ from types import ModuleType
 import orjson
 import pytest
 
+from worker_streams import STREAMED_ARG
+
 MIB = 1 << 20
 
 
@@ -129,26 +131,14 @@ def test_r13_the_same_result_on_every_close_and_a_snapshot_before_it_is_whole(
     }
 
 
-_FAILING_WORKER = r"""
+_FAILING_WORKER = (
+    STREAMED_ARG
+    + r"""
 import json, resource, sys
-from fastagg import StreamAggregator
 
 size, pieces = int(sys.argv[1]), int(sys.argv[2])
-big = "x" * size
-step = size // pieces
-agg = StreamAggregator()
-agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [
-    {"functionCall": {"name": "w", "willContinue": True}}]}}]}))
-for i in range(pieces):
-    agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {
-        "partialArgs": [{"jsonPath": "$.body", "stringValue": big[i * step:(i + 1) * step],
-                         "willContinue": i < pieces - 1}],
-        "willContinue": True}}]}}]}))
-agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {}}]},
-                                           "finishReason": "STOP"}]}))
-result = agg.close()
-with open("/proc/self/status") as f:
-    vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+result = streamed_arg(size, size // pieces).close()
+vm = proc_kib("/proc/self/status", "VmSize") * 1024
 soft, hard = resource.getrlimit(resource.RLIMIT_AS)
 # Room for small objects, none for a str of the argument's size.
 resource.setrlimit(resource.RLIMIT_AS, (vm + size // 4, hard))
@@ -159,9 +149,11 @@ except MemoryError:
     failed = "MemoryError"
 resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 body = result.function_calls[0]["args"]["body"]
+big = "x" * size
 print(json.dumps({"failed": failed, "length": len(body), "same": body == big,
                   "parts": result.parts[0]["functionCall"]["args"]["body"] == big}))
 """
+)
 
 
 @pytest.mark.parametrize("pieces", [2, 1], ids=["grown_into_a_mapping", "arrived_in_one_piece"])
@@ -185,28 +177,17 @@ def test_r13_a_str_that_could_not_be_made_leaves_the_text_for_the_next_read(piec
     }
 
 
-_CLOSE_WORKER = r"""
-import json, sys
-import fastagg
+_CLOSE_WORKER = (
+    STREAMED_ARG
+    + r"""
+import sys
 
-def rss_kb():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-agg = fastagg.StreamAggregator(deltas=False)
-agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [
-    {"functionCall": {"name": "w", "willContinue": True}}]}}]}))
-piece = "x" * (64 << 10)
-for _ in range(int(sys.argv[1]) // len(piece)):
-    agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {
-        "partialArgs": [{"jsonPath": "$.body", "stringValue": piece, "willContinue": True}],
-        "willContinue": True}}]}}]}))
-agg.feed_event(json.dumps({"candidates": [{"content": {"parts": [{"functionCall": {}}]},
-                                           "finishReason": "STOP"}]}))
-before = rss_kb()
+agg = streamed_arg(int(sys.argv[1]))
+before = proc_kib("/proc/self/status", "VmRSS")
 result = agg.close()
-print(before - rss_kb())
+print(before - proc_kib("/proc/self/status", "VmRSS"))
 """
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/status is Linux's")
