@@ -5,6 +5,10 @@ pasted into the subprocess workers that measure memory (R12, R13).
 marker; not closed. ``proc_kib`` reads a ``kB`` field of a /proc file."""
 
 STREAMED_ARG = """
+def proc_kib(path, field):
+    with open(path) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
 def streamed_arg(size, piece=64 << 10):
     import json
     import fastagg
