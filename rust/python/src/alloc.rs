@@ -13,28 +13,6 @@ extern "C" {
     /// mimalloc's public API (in `libmimalloc-sys` behind a feature that
     /// needs one more crate).
     fn mi_collect(force: bool);
-    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-}
-
-/// `mi_option_allow_thp` in the mimalloc 3 that `libmimalloc-sys` 0.1.49
-/// builds (its place in `mi_option_e`; the crate is pinned to that version
-/// for it, and `test_r12_arenas_get_no_transparent_huge_pages` checks the
-/// effect).
-const MI_OPTION_ALLOW_THP: std::ffi::c_int = 43;
-
-/// RULE R12 (binding): mimalloc's arenas without transparent huge pages.
-/// mimalloc advises every arena it commits eagerly (`MADV_HUGEPAGE`), so
-/// where the kernel's THP mode is `madvise` (the common default) each first
-/// touch of a 2 MiB stretch made 2 MiB resident: 4-10 MiB of a process's RSS
-/// for a few hundred KiB in use, most of giant arguments' slack. Called when
-/// the module is made, before the extension's first allocation, so no arena
-/// is advised. Set as an option, not through `MIMALLOC_ALLOW_THP=0`, which
-/// mimalloc reads at its start and then turns THP off for the whole process
-/// (`PR_SET_THP_DISABLE`), the embedding program's memory too. Measured: no
-/// time cost on the corpus (back-to-back processes, within noise).
-pub(crate) fn arenas_without_huge_pages() {
-    // SAFETY: mimalloc's API; an option is a global word, set at any time.
-    unsafe { mi_option_set(MI_OPTION_ALLOW_THP, 0) };
 }
 
 // Events allocate many small maps and strings (parts, args, keys); mimalloc

@@ -38,7 +38,6 @@ fn json_to_py_via_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py,
 
 #[pymodule]
 fn _fastagg(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    alloc::arenas_without_huge_pages(); // R12: before the first allocation
     m.add_class::<StreamAggregator>()?;
     m.add_class::<AggregatedResponse>()?;
     m.add_class::<Candidate>()?;
