@@ -141,64 +141,74 @@ pub(super) fn utf8<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PySt
 /// it is longer than [`SHORT_UNITS`].
 #[cfg(target_arch = "x86_64")]
 fn short<'py>(py: Python<'py>, text: &str) -> Option<PyResult<Bound<'py, PyString>>> {
+    if text.len() > SHORT_UNITS {
+        return None;
+    }
     let mut units = [MaybeUninit::<u16>::uninit(); SHORT_UNITS + BLOCK];
     if let Some((count, or)) = short_units(text, &mut units) {
         // SAFETY: `short_units` wrote the first `count` units.
         let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u16>(), count) };
         return Some(from_units(py, units, or));
     }
+    // A character above U+FFFF: the kind is UCS-4.
     let mut units = [MaybeUninit::<u32>::uninit(); SHORT_UNITS + BLOCK];
-    let (count, or) = short_units(text, &mut units)?;
+    let (count, _) = short_units(text, &mut units)?;
     // SAFETY: as above.
     let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u32>(), count) };
-    Some(from_units(py, units, or))
+    Some(of_kind(py, units, 0x10_FFFF))
 }
 
-/// R7: the `str` of `units`, the characters of a text with one above
-/// U+007F, whose non-ASCII characters OR to `or`: Latin-1 if that is below
-/// 0x100, UCS-2 below 0x10000, else UCS-4 (Python's canonical form: the
-/// narrowest kind that holds them all).
+/// R7: the `str` of `units`, the UTF-16 units of a text with one character
+/// above U+007F and none above U+FFFF, whose non-ASCII characters OR to
+/// `or`: Latin-1 if that is below 0x100, else UCS-2 (Python's canonical
+/// form: the narrowest kind that holds them all).
 #[cfg(target_arch = "x86_64")]
-fn from_units<'py, U: Copy + Into<u32>>(
+fn from_units<'py>(py: Python<'py>, units: &[u16], or: u32) -> PyResult<Bound<'py, PyString>> {
+    if or >= 0x100 {
+        return of_kind(py, units, 0xFFFF);
+    }
+    let count = units.len();
+    // SAFETY: PyUnicode_New(count, 0xFF) returns a new Latin-1 str of
+    // `count` characters, or NULL with an exception set; its data is `count`
+    // writable bytes, filled here with the characters of `units`, each below
+    // 0x100 (`or` is).
+    unsafe {
+        let s = Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyUnicode_New(ffi::Py_ssize_t::try_from(count)?, 0xFF),
+        )?;
+        let data = ffi::PyUnicode_DATA(s.as_ptr()).cast::<u8>();
+        narrow(units, std::slice::from_raw_parts_mut(data, count));
+        Ok(s.cast_into_unchecked())
+    }
+}
+
+/// R7: the `str` of the kind `maxchar` selects whose code units are `units`
+/// (`U` is that kind's unit: `u16` for 0xFFFF, `u32` for 0x10FFFF).
+#[cfg(target_arch = "x86_64")]
+fn of_kind<'py, U: Copy>(
     py: Python<'py>,
     units: &[U],
-    or: u32,
+    maxchar: u32,
 ) -> PyResult<Bound<'py, PyString>> {
+    debug_assert_eq!(
+        std::mem::size_of::<U>(),
+        if maxchar == 0xFFFF { 2 } else { 4 }
+    );
     let count = units.len();
-    let maxchar = match or {
-        0..=0xFF => 0xFF,
-        0x100..=0xFFFF => 0xFFFF,
-        _ => 0x10_FFFF,
-    };
     // SAFETY: PyUnicode_New(count, maxchar) returns a new str of `count`
-    // characters of the kind `maxchar` selects, or NULL with an exception
-    // set; its data is `count` writable units of that kind, filled here with
-    // exactly the characters of `units`: copied when `U` is that kind's unit
-    // (its size), else narrowed (every one fits the kind).
+    // units of that kind (the size of `U`, as the callers pass), or NULL with
+    // an exception set; they are written once, with `units`.
     unsafe {
         let s = Bound::from_owned_ptr_or_err(
             py,
             ffi::PyUnicode_New(ffi::Py_ssize_t::try_from(count)?, maxchar),
         )?;
-        let data = ffi::PyUnicode_DATA(s.as_ptr());
-        let unit = match maxchar {
-            0xFF => 1,
-            0xFFFF => 2,
-            _ => 4,
-        };
-        if unit == std::mem::size_of::<U>() {
-            std::ptr::copy_nonoverlapping(units.as_ptr(), data.cast::<U>(), count);
-        } else if unit == 1 {
-            narrow(
-                units,
-                std::slice::from_raw_parts_mut(data.cast::<u8>(), count),
-            );
-        } else {
-            let wide = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
-            for (w, &u) in wide.iter_mut().zip(units) {
-                *w = u16::try_from(u.into()).unwrap_or(0);
-            }
-        }
+        std::ptr::copy_nonoverlapping(
+            units.as_ptr(),
+            ffi::PyUnicode_DATA(s.as_ptr()).cast::<U>(),
+            count,
+        );
         Ok(s.cast_into_unchecked())
     }
 }

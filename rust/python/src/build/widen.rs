@@ -432,9 +432,10 @@ pub(super) fn short_units<U: ShortUnit>(
 pub(super) const SHORT_UNITS: usize = 512;
 
 /// `units` (each below 0x100) into `bytes`, as many as `units` has.
-pub(super) fn narrow<U: Copy + Into<u32>>(units: &[U], bytes: &mut [u8]) {
+#[cfg(target_arch = "x86_64")]
+pub(super) fn narrow(units: &[u16], bytes: &mut [u8]) {
     for (b, &u) in bytes.iter_mut().zip(units) {
-        *b = u8::try_from(u.into()).unwrap_or(0);
+        *b = u8::try_from(u).unwrap_or(0);
     }
 }
 
