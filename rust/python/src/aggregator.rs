@@ -361,9 +361,11 @@ impl StreamAggregator {
         }
         // R13: the long strings of streamed arguments are handed over.
         let (response, taken) = deep_safe(|| this.core.close_taking(handover::MIN));
-        return_freed_pages(&mut this.core);
-        if taken.iter().map(|t| t.text.len()).sum::<usize>() >= handover::COLLECT {
-            crate::alloc::return_freed_pages_now(); // R13: before its str is made
+        // F17, and R13: 8 MiB or more handed over returns the pages freed
+        // during the feed before its `str` is made (one collection for both).
+        let handed: usize = taken.iter().map(|t| t.text.len()).sum();
+        if this.core.take_released() || handed >= handover::COLLECT {
+            crate::alloc::return_freed_pages_now();
         }
         let done = AggregatedResponse::create(py, response, Handed::new(taken))?;
         this.closed = Some(done.clone_ref(py));

@@ -59,12 +59,7 @@ impl Handed {
             // consumed only once its `str` exists (a failed read leaves it
             // for the next one).
             let mut guard = slot.text.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut text = guard.take().unwrap_or_default();
-            let made = handed_over(py, &mut text);
-            if made.is_err() {
-                *guard = Some(text);
-            }
-            made.map(Bound::unbind)
+            handed_over(py, guard.get_or_insert_with(String::new)).map(Bound::unbind)
         })?;
         Ok(built.bind(py).clone())
     }
