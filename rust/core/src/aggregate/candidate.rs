@@ -281,11 +281,12 @@ impl State {
         event: u64,
         j: usize,
         pos: usize,
-        rest: Map<String, Value>,
+        rest: Option<Box<Map<String, Value>>>,
         mark: &mut Checkpoint,
     ) {
+        let Some(rest) = rest else { return };
         let index = self.candidates[pos].index;
-        for (key, value) in rest {
+        for (key, value) in *rest {
             if value.is_null() {
                 continue;
             }

@@ -456,14 +456,18 @@ impl State {
 
     /// RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
     fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
-        if let Some(error) = payload.error.filter(|e| !e.is_null()) {
+        let (error, prompt_feedback) = match payload.rare {
+            Some(rare) => (rare.error, rare.prompt_feedback),
+            None => (None, None),
+        };
+        if let Some(error) = error.filter(|e| !e.is_null()) {
             // E1, E8: recorded verbatim, the payload contributes nothing else.
             if self.opts.deltas.all() {
                 deltas.push(Delta::StreamError {
-                    error: error.as_ref().clone(),
+                    error: error.clone(),
                 });
             }
-            self.error = Some(*error);
+            self.error = Some(error);
             return;
         }
         match payload.candidates {
@@ -501,6 +505,6 @@ impl State {
         }
         set_last(&mut self.response_id, payload.response_id);
         set_last(&mut self.create_time, payload.create_time);
-        set_last(&mut self.prompt_feedback, payload.prompt_feedback);
+        set_last(&mut self.prompt_feedback, prompt_feedback);
     }
 }

@@ -75,7 +75,7 @@ impl State {
         }
         if let Some(call) = raw.call {
             if call.streamed {
-                let chunk = self.raw_chunk(at, raw.json, raw.signature, call);
+                let chunk = self.raw_chunk(at, raw.json, raw.signature, *call);
                 self.apply_streamed_chunk(at, pos, chunk, deltas);
             } else {
                 let call = RawCall {

@@ -34,13 +34,15 @@ fn read_event<'a>(s: &mut Scanner<'a>) -> Scan<EventIn<'a>> {
     let mut first = true;
     while let Some(key) = s.next_key(&mut first)? {
         match key.as_ref() {
-            "error" => out.error = Some(Box::new(s.value()?)),
+            "error" => out.rare.get_or_insert_default().error = Some(s.value()?),
             "candidates" => out.candidates = Some(items(s, read_candidate)?),
             "usageMetadata" => out.usage = Some(shaped(s, read_fields)?),
             "modelVersion" => out.model_version = Some(text_or_value(s)?),
             "responseId" => out.response_id = Some(text_or_value(s)?),
             "createTime" => out.create_time = Some(text_or_value(s)?),
-            "promptFeedback" => out.prompt_feedback = Some(text_or_value(s)?),
+            "promptFeedback" => {
+                out.rare.get_or_insert_default().prompt_feedback = Some(text_or_value(s)?);
+            }
             _ => s.skip_value()?,
         }
     }
@@ -119,7 +121,9 @@ fn read_candidate<'a>(s: &mut Scanner<'a>) -> Scan<CandidateIn<'a>> {
             }
             _ => {
                 let value = s.value()?;
-                out.rest.insert(key.into_owned(), value);
+                out.rest
+                    .get_or_insert_default()
+                    .insert(key.into_owned(), value);
             }
         }
     }
@@ -182,7 +186,7 @@ fn read_part<'a>(s: &mut Scanner<'a>) -> Scan<PartIn<'a>> {
             ("functionCall", Some(b'{')) => {
                 plain = false;
                 part.has_call_key = true;
-                part.call = Some(read_call(s, start)?);
+                part.call = Some(Box::new(read_call(s, start)?));
             }
             (key, _) => {
                 plain = false;

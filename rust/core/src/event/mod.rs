@@ -39,13 +39,21 @@ pub enum Shaped<T> {
 /// One payload, split into what the aggregator reads (E1-E3).
 #[derive(Debug, Default)]
 pub struct EventIn<'a> {
-    /// Boxed: rare, and the struct is moved on every event.
-    pub error: Option<Box<Value>>,
     pub candidates: Option<Shaped<Items<CandidateIn<'a>>>>,
     pub usage: Option<Shaped<Fields<'a>>>,
     pub model_version: Option<TextOrValue<'a>>,
     pub response_id: Option<TextOrValue<'a>>,
     pub create_time: Option<TextOrValue<'a>>,
+    /// `error` and `promptFeedback`, boxed together: rare, and the event is
+    /// moved on every payload, in a few stores while it is at most 128 bytes
+    /// (above that, a call to `memcpy`).
+    pub rare: Option<Box<RareIn<'a>>>,
+}
+
+/// The top-level fields of an event that seldom come.
+#[derive(Debug, Default)]
+pub struct RareIn<'a> {
+    pub error: Option<Value>,
     pub prompt_feedback: Option<TextOrValue<'a>>,
 }
 
@@ -56,8 +64,10 @@ pub struct CandidateIn<'a> {
     /// When a string (any other value is ignored, E3).
     pub finish_reason: Option<Cow<'a, str>>,
     pub finish_message: Option<Cow<'a, str>>,
-    /// Every other key, in arrival order (E5).
-    pub rest: Map<String, Value>,
+    /// Every other key, in arrival order (E5). Boxed, as the call below: a
+    /// candidate is moved whole several times an event, and under 128 bytes
+    /// a move is a few stores where above it is a call to `memcpy`.
+    pub rest: Option<Box<Map<String, Value>>>,
 }
 
 #[derive(Debug, Default)]
@@ -99,8 +109,10 @@ pub struct RawPartIn<'a> {
     pub thought: bool,
     /// The part has a `functionCall` key (P7), whatever its value.
     pub has_call_key: bool,
-    /// `functionCall`, when it is an object (C1, C3).
-    pub call: Option<CallPeek<'a>>,
+    /// `functionCall`, when it is an object (C1, C3). Boxed: a part is moved
+    /// whole several times an event, a plain text part too (`PartIn`'s size
+    /// is its largest variant's), and this keeps it under 128 bytes.
+    pub call: Option<Box<CallPeek<'a>>>,
     /// Where `thoughtSignature`'s value is in the part's text (a streamed
     /// chunk's signature goes to its call, P5).
     pub signature: Option<(usize, usize)>,

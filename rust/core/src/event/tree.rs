@@ -14,7 +14,7 @@ pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
     let mut out = EventIn::default();
     for (key, value) in map {
         match key.as_str() {
-            "error" => out.error = Some(Box::new(value)),
+            "error" => out.rare.get_or_insert_default().error = Some(value),
             "candidates" => out.candidates = Some(items(value, candidate)),
             "usageMetadata" => {
                 out.usage = Some(shaped(value, |m| {
@@ -24,7 +24,9 @@ pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
             "modelVersion" => out.model_version = Some(text_or_value(value)),
             "responseId" => out.response_id = Some(text_or_value(value)),
             "createTime" => out.create_time = Some(text_or_value(value)),
-            "promptFeedback" => out.prompt_feedback = Some(text_or_value(value)),
+            "promptFeedback" => {
+                out.rare.get_or_insert_default().prompt_feedback = Some(text_or_value(value));
+            }
             _ => {}
         }
     }
@@ -117,7 +119,7 @@ fn candidate(map: Map<String, Value>) -> CandidateIn<'static> {
             "finishReason" => out.finish_reason = owned_string(value),
             "finishMessage" => out.finish_message = owned_string(value),
             _ => {
-                out.rest.insert(key, value);
+                out.rest.get_or_insert_default().insert(key, value);
             }
         }
     }

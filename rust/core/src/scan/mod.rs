@@ -188,7 +188,12 @@ impl<'a> Scanner<'a> {
     /// closing quote: decoded, or invalid.
     #[inline(never)]
     fn escaped(&mut self, start: usize, end: usize) -> Scan<Cow<'a, str>> {
-        let mut out = Vec::with_capacity(end - start + 2 * run::BLOCK);
+        // Room for the rest of a short string at once (the decoded text is
+        // never longer than the payload left): a text delta with a newline
+        // early in it otherwise grew this buffer once more, a realloc and a
+        // copy (measured: 1 in 2 events of `text`).
+        let left = self.text.len().saturating_sub(start);
+        let mut out = Vec::with_capacity(left.min(end - start + ESCAPED_ROOM) + 2 * run::BLOCK);
         out.extend_from_slice(self.bytes().get(start..end).ok_or(Invalid)?);
         self.pos = end;
         self.rest_of_string(Some(&mut out))?;
@@ -543,6 +548,9 @@ impl<'a> Scanner<'a> {
         }
     }
 }
+
+/// Bytes past an escaped string's first escape its buffer has room for at first.
+const ESCAPED_ROOM: usize = 256;
 
 /// The character of a one-letter escape (`\n` ...), after its `\`.
 #[must_use]
