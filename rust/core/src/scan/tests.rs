@@ -259,3 +259,60 @@ proptest! {
         prop_assert_eq!(scan_value(&text), Ok(value));
     }
 }
+
+#[test]
+fn r8_eight_digits_at_once_read_as_the_digits_one_by_one() {
+    use super::leading_digits;
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let stops = [
+        b'"', b',', b'}', b'.', b'e', b'-', b'/', b':', b' ', 0, 0xFF, 0x80,
+    ];
+    for _ in 0..20_000 {
+        let mut word = [0u8; 8];
+        for b in &mut word {
+            *b = b'0' + u8::try_from(next() % 10).unwrap_or(0);
+        }
+        let len = usize::try_from(next() % 9).unwrap_or(0);
+        if len < 8 {
+            word[len] = stops[usize::try_from(next()).unwrap_or(0) % stops.len()];
+            for b in &mut word[len + 1..] {
+                *b = u8::try_from(next() & 0xFF).unwrap_or(0);
+            }
+        }
+        let expected = word[..len]
+            .iter()
+            .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        assert_eq!(leading_digits(&word), (len, expected), "{word:?}");
+    }
+    for (text, expected) in [
+        ("0", 0),
+        ("7,", 7),
+        ("1834}", 1834),
+        ("12345678", 12_345_678),
+    ] {
+        assert_eq!(
+            leading_digits(text.as_bytes()),
+            (text.trim_end_matches([',', '}']).len(), expected)
+        );
+    }
+    // Numbers cut at every length around the eight-byte read, at the
+    // payload's end and inside it.
+    for len in 1..=20 {
+        let digits: String = (0..len).map(|k: u8| char::from(b'1' + k % 9)).collect();
+        for text in [
+            digits.clone(),
+            format!("[{digits}]"),
+            format!("-{digits}"),
+            format!("{digits}.5"),
+        ] {
+            let expected: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            assert_eq!(scan_value(&text).unwrap_or(Value::Null), expected, "{text}");
+        }
+    }
+}
