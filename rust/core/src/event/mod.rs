@@ -187,6 +187,107 @@ mod tests {
         }
     }
 
+    /// F10: invalid UTF-8 is found wherever it is (a key, a kept or skipped
+    /// string, around an escape, after the value), and wins over invalid
+    /// JSON anywhere in the payload.
+    #[test]
+    fn f10_invalid_utf8_anywhere_is_reported_before_invalid_json() {
+        let part = |p: &str| format!(r#"{{"candidates":[{{"content":{{"parts":[{p}]}}}}]}}"#);
+        let cases: Vec<(Vec<u8>, ParseError)> = vec![
+            (b"{\"\xff\":1}".to_vec(), ParseError::InvalidUtf8),
+            (
+                b"{\"a\":{\"b\":[\"x\xc3\"]}}".to_vec(),
+                ParseError::InvalidUtf8,
+            ),
+            (b"{\"a\":\"a\\n\xc3\"}".to_vec(), ParseError::InvalidUtf8),
+            (b"{\"a\":\"\xc3\\n\xa9\"}".to_vec(), ParseError::InvalidUtf8),
+            (
+                b"{\"a\":\"\xed\xa0\x80\"}".to_vec(),
+                ParseError::InvalidUtf8,
+            ),
+            (b"{\"a\":,\"b\":\"\xff\"}".to_vec(), ParseError::InvalidUtf8),
+            (b"{\"a\":1}\xff".to_vec(), ParseError::InvalidUtf8),
+            (b"{\"a\":1} x".to_vec(), ParseError::InvalidJson),
+            (b"{\"a\":\xc3\xa9}".to_vec(), ParseError::InvalidJson),
+            (b"[\"\xe2\x82\"]".to_vec(), ParseError::InvalidUtf8),
+            (
+                b"{\"usageMetadata\":{\"k\":\"\xf0\x9f\"}}".to_vec(),
+                ParseError::InvalidUtf8,
+            ),
+            (
+                b"{\"modelVersion\":\"m\\t\xff\"}".to_vec(),
+                ParseError::InvalidUtf8,
+            ),
+        ];
+        let mut cases = cases;
+        for p in [
+            "{\"text\":\"ok \u{20ac}\u{fffd}\"}",
+            "{\"text\":\"a\\nb\"}",
+            "{\"functionCall\":{\"name\":\"f\",\"args\":{\"q\":\"\u{1f600}\"}}}",
+        ] {
+            let good = part(p);
+            assert!(parse_event(good.as_bytes()).is_ok(), "{good}");
+            // The same with the last byte of its last non-ASCII character
+            // cut: that character is no longer whole.
+            let mut bad = good.into_bytes();
+            if let Some(at) = bad.iter().rposition(|&b| b >= 0x80) {
+                bad.remove(at);
+                cases.push((bad, ParseError::InvalidUtf8));
+            }
+        }
+        // A kept text with a lone lead byte after an escape.
+        let mut lone = part("{\"text\":\"a\\n\u{e9}\"}").into_bytes();
+        if let Some(at) = lone.iter().rposition(|&b| b == 0xA9) {
+            lone.remove(at);
+        }
+        cases.push((lone, ParseError::InvalidUtf8));
+        for (payload, expected) in cases {
+            assert_eq!(parse_event(&payload).err(), Some(expected), "{payload:?}");
+        }
+    }
+
+    #[test]
+    fn r8_strings_read_from_bytes_are_the_strings_of_the_payload() {
+        let payload = "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"caf\u{e9} \u{65e5}\\n\u{1f600}\"},\
+            {\"thoughtSignature\":\"s\u{e9}g\",\"functionCall\":{\"id\":\"\u{e9}\",\"name\":\"n\u{e9}\",\"args\":{\"k\":\"v\u{e9}\"}}}]}}],\
+            \"modelVersion\":\"m\u{e9}\"}";
+        let event = parse_event(payload.as_bytes()).expect("valid");
+        let Some(Shaped::Expected(candidates)) = event.candidates else {
+            panic!("candidates")
+        };
+        let Some(Shaped::Expected(c)) = candidates.into_iter().next() else {
+            panic!("candidate")
+        };
+        let Some(Shaped::Expected(content)) = c.content else {
+            panic!("content")
+        };
+        let Some(Shaped::Expected(parts)) = content.parts else {
+            panic!("parts")
+        };
+        let mut parts = parts.into_iter();
+        match parts.next() {
+            Some(Shaped::Expected(PartIn::Plain {
+                text,
+                thought: false,
+            })) => {
+                assert_eq!(text, "caf\u{e9} \u{65e5}\n\u{1f600}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match parts.next() {
+            Some(Shaped::Expected(PartIn::Raw(raw))) => {
+                assert_eq!(raw.json, "{\"thoughtSignature\":\"s\u{e9}g\",\"functionCall\":{\"id\":\"\u{e9}\",\"name\":\"n\u{e9}\",\"args\":{\"k\":\"v\u{e9}\"}}}");
+                let call = raw.call.expect("call");
+                assert_eq!(
+                    (call.id.as_deref(), call.name.as_deref()),
+                    (Some("\u{e9}"), Some("n\u{e9}"))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(event.model_version, Some(TextOrValue::Text(t)) if t == "m\u{e9}"));
+    }
+
     #[test]
     fn f10_nesting_up_to_1024_levels_parses() {
         let ok = format!("{{\"a\":{}1{}}}", "[".repeat(1023), "]".repeat(1023));
