@@ -138,9 +138,41 @@ impl<'a> Scanner<'a> {
         if self.peek() != Some(b'"') {
             return Err(Invalid);
         }
+        if let Some(key) = self.plain_key() {
+            return Ok(Cow::Borrowed(key));
+        }
         let key = self.string()?;
         self.eat(b':')?;
         Ok(key)
+    }
+
+    /// The usual key (at its `"`): at most 32 bytes with no escape, `:`
+    /// right after its closing quote. Read from one or two 16-byte loads
+    /// with one bounds check each, and no copy; None (nothing consumed)
+    /// for any other, which `string` then reads. Every event has a dozen
+    /// keys, and the general path (the block copied, the slice's character
+    /// boundaries checked, `:` found after whitespace) was a sixth of `text`.
+    #[inline]
+    fn plain_key(&mut self) -> Option<&'a str> {
+        let start = self.pos + 1;
+        let bytes = self.bytes();
+        let first: &[u8; run::BLOCK] = bytes.get(start..start + run::BLOCK)?.try_into().ok()?;
+        let (mut n, _) = run::first_stop(first);
+        if n == run::BLOCK {
+            let second: &[u8; run::BLOCK] = bytes
+                .get(start + run::BLOCK..start + 2 * run::BLOCK)?
+                .try_into()
+                .ok()?;
+            n += run::first_stop(second).0;
+        }
+        let end = start + n;
+        if bytes.get(end..end + 2) != Some(b"\":") {
+            return None;
+        }
+        self.pos = end + 2;
+        // SAFETY: `text` is a `str`, and `start` and `end` follow and lead
+        // an ASCII quote, so both are character boundaries within it.
+        Some(unsafe { self.text.get_unchecked(start..end) })
     }
 
     /// Consumes `[`; items follow through `next_item`.

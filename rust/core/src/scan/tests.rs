@@ -316,3 +316,33 @@ fn r8_eight_digits_at_once_read_as_the_digits_one_by_one() {
         }
     }
 }
+
+#[test]
+fn r8_keys_of_every_length_read_as_serde_reads_them() {
+    // The one- and two-block key path (up to 32 bytes, `:` right after the
+    // quote) and the general one meet around 16 and 32 bytes, at the end of
+    // the text and with whitespace, escapes or a control character.
+    for len in 0..=40 {
+        let key: String = (0..len).map(|k: u8| char::from(b'a' + k % 26)).collect();
+        let wide: String = key.replacen('a', "\u{e9}", 1);
+        let texts = [
+            format!("{{\"{key}\":1}}"),
+            format!("{{\"{key}\" :1}}"),
+            format!("{{\"{key}\":1,\"{wide}\":[2]}}"),
+            format!("{{\"x{key}\\n\":1}}"),
+            format!("{{\"{key}\\\"\":1}}"),
+            format!("{{\"{key}\u{1}\":1}}"),
+            format!("{{\"{key}\u{1}:1}}"),
+            format!("{{\"{key}\\:1}}"),
+            format!("{{\"{key}\""),
+            format!("{{\"{key}\":"),
+            format!("{{\"{key}\"}}"),
+            format!("[{{\"{key}\":{{\"{key}\":null}}}}]"),
+        ];
+        for text in texts {
+            let expected = serde_json::from_str::<Value>(&text).map_err(|_| Invalid);
+            assert_eq!(scan_value(&text), expected, "{text:?}");
+            assert_eq!(scan_skip(&text), expected.map(|_| ()), "{text:?}");
+        }
+    }
+}
