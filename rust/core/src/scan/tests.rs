@@ -247,6 +247,32 @@ proptest! {
         prop_assert_eq!(run::plain_run(&bytes, 0), (naive, ascii));
     }
 
+    /// R8: long runs (64 bytes a step with AVX2) end where a byte-at-a-time
+    /// search ends them, from any start, with rare stops and wide bytes.
+    #[test]
+    fn r8_long_string_ends_found_as_byte_by_byte(
+        bytes in prop::collection::vec(
+            prop_oneof![
+                50 => Just(b'a'),
+                50 => 0x20u8..0x7f,
+                4 => 0x80u8..=0xff,
+                1 => Just(b'"'),
+                1 => Just(b'\\'),
+                1 => 0u8..0x20,
+            ],
+            0..400),
+        from in 0usize..80,
+    ) {
+        let from = from.min(bytes.len());
+        let rest = &bytes[from..];
+        let naive = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            .unwrap_or(rest.len());
+        let ascii = rest[..naive].is_ascii();
+        prop_assert_eq!(run::plain_run(&bytes, from), (from + naive, ascii));
+    }
+
     /// R8: the values read equal `serde_json`'s on text it wrote.
     #[test]
     fn r8_values_equal_serde_json_on_its_own_text(value in values(), pretty in any::<bool>()) {
