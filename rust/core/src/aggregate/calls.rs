@@ -2,11 +2,13 @@
 //! (C2), their partial args applied (C4, C5, C9, C16), closed (C6, C12-C14).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::candidate::{CandidateState, Kept, PartKind, Slot};
 use super::merge::shape;
+use super::paths::PathCache;
 use super::response::{call_dict, json_value, Args, EndedCall};
 use super::{Delta, State};
 use crate::diagnostics::Diagnostic;
@@ -186,15 +188,17 @@ impl State {
         };
         let mut warnings = Vec::new();
         let cand = &mut self.candidates[pos];
+        let paths = &mut self.paths;
         let (id, has_name) = (chunk.id.as_deref(), chunk.name.is_some());
-        let Some(route) = cand.route(id, has_name, &chunk.partial_args, ctx.max_index) else {
+        let Some(route) = cand.route(id, has_name, &chunk.partial_args, ctx.max_index, paths)
+        else {
             return; // RULE C2.4: an end marker with no open call
         };
         let k = match route {
             Route::Existing(k) => k,
             Route::New => cand.open_call(&chunk, ctx, deltas, &mut warnings),
         };
-        cand.update_call(k, chunk, ctx, deltas, &mut warnings);
+        cand.update_call(k, chunk, ctx, paths, deltas, &mut warnings);
         self.warnings.append(&mut warnings);
     }
 
@@ -353,6 +357,7 @@ impl CandidateState {
         k: usize,
         chunk: Chunk,
         ctx: Ctx,
+        paths: &mut PathCache,
         deltas: &mut Vec<Delta>,
         warnings: &mut Vec<Diagnostic>,
     ) {
@@ -397,7 +402,7 @@ impl CandidateState {
                 ));
                 continue;
             };
-            match apply_partial_arg(&mut call.args, &arg, ctx.max_index, ctx.want_deltas) {
+            match apply_partial_arg(&mut call.args, &arg, ctx.max_index, paths, ctx.want_deltas) {
                 Ok(None) => {}
                 Ok(Some((json_path, value))) => {
                     if ctx.want_deltas {
@@ -427,6 +432,7 @@ impl CandidateState {
         has_name: bool,
         partial_args: &[Shaped<PartialArgIn<'_>>],
         max_index: usize,
+        cache: &mut PathCache,
     ) -> Option<Route> {
         // Only open calls are scanned, and C14 keeps them few.
         let open = || self.open.iter().map(|&k| (k, &self.calls[k]));
@@ -445,7 +451,7 @@ impl CandidateState {
         if partial_args.is_empty() {
             return most_recent(&mut open()).map(Route::Existing);
         }
-        let paths: Vec<Vec<Segment>> = partial_args
+        let paths: Vec<Arc<[Segment]>> = partial_args
             .iter()
             .filter_map(|arg| match arg {
                 Shaped::Expected(PartialArgIn {
@@ -454,7 +460,7 @@ impl CandidateState {
                 }) => Some(path.as_ref()),
                 _ => None,
             })
-            .filter_map(|path| json_path::parse(path, max_index).ok())
+            .filter_map(|path| cache.parse(path, max_index).ok())
             .collect();
         let holding = most_recent(
             &mut open().filter(|(_, c)| paths.iter().any(|p| json_path::holds_value(&c.args, p))),
@@ -505,6 +511,7 @@ pub(super) fn apply_partial_arg(
     args: &mut Map<String, Value>,
     arg: &PartialArgIn<'_>,
     max_index: usize,
+    paths: &mut PathCache,
     want_delta: bool,
 ) -> Result<Option<(String, Value)>, String> {
     // The value keys in this order, whatever order they came in.
@@ -521,7 +528,7 @@ pub(super) fn apply_partial_arg(
     let Some(Shaped::Expected(path)) = &arg.json_path else {
         return Err("unsupported jsonPath syntax".into());
     };
-    let segments = json_path::parse(path, max_index).map_err(|e| match e {
+    let segments = paths.parse(path, max_index).map_err(|e| match e {
         PathError::Syntax => "unsupported jsonPath syntax".to_owned(),
         PathError::IndexAboveMax => format!("array index above max_array_index ({max_index})"),
         PathError::TooDeep => format!("jsonPath deeper than {} segments", json_path::MAX_SEGMENTS),

@@ -6,6 +6,7 @@ mod candidate;
 mod handover;
 mod merge;
 mod parts;
+mod paths;
 mod render;
 mod response;
 #[cfg(test)]
@@ -171,6 +172,8 @@ struct State {
     /// results list them in index order (E4).
     candidates: Vec<CandidateState>,
     positions: HashMap<u32, usize>,
+    /// C5: the last `jsonPath`s parsed.
+    paths: paths::PathCache,
     usage: Option<Map<String, Value>>,
     model_version: Option<Value>,
     response_id: Option<Value>,
@@ -207,6 +210,7 @@ impl Aggregator {
                 opts,
                 candidates: Vec::new(),
                 positions: HashMap::new(),
+                paths: paths::PathCache::default(),
                 usage: None,
                 model_version: None,
                 response_id: None,
