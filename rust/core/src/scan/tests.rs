@@ -372,3 +372,62 @@ fn r8_keys_of_every_length_read_as_serde_reads_them() {
         }
     }
 }
+
+/// Strings as code makes them: plain runs of every length around the
+/// 16-byte block, one-letter escapes, `\u` escapes (surrogate pairs too)
+/// and wide characters, in any order.
+fn escaped_strings() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => "[a-z ]{0,40}",
+        3 => prop::sample::select(vec!["\n", "\"", "\\", "\t", "/", "\u{8}", "\u{c}", "\r"])
+            .prop_map(str::to_owned),
+        1 => prop::sample::select(vec!["\u{1}", "\u{1f}", "é", "日本", "😀", "\u{7f}"])
+            .prop_map(str::to_owned),
+    ];
+    prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// R8: a string dense with escapes decodes (and skips) as `serde_json`
+    /// reads it, written with its escapes as `serde_json` writes them, with
+    /// `\u` escapes for every non-ASCII character, or with `\/` for `/`;
+    /// cut anywhere, it is rejected as `serde_json` rejects it.
+    #[test]
+    fn r8_escaped_strings_decode_as_serde_json_reads_them(
+        text in escaped_strings(),
+        style in 0u8..3,
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let written = serde_json::to_string(&text).unwrap_or_default();
+        let json = match style {
+            0 => written,
+            1 => {
+                let mut ascii = String::new();
+                for c in written.chars() {
+                    if c.is_ascii() {
+                        ascii.push(c);
+                    } else {
+                        for unit in c.encode_utf16(&mut [0u16; 2]) {
+                            let _ = std::fmt::Write::write_fmt(&mut ascii, format_args!("\\u{unit:04x}"));
+                        }
+                    }
+                }
+                ascii
+            }
+            _ => written.replace('/', "\\/"),
+        };
+        let doc = format!("[{json},1]");
+        let expected = Value::Array(vec![Value::String(text), Value::from(1)]);
+        prop_assert_eq!(scan_value(&doc), Ok(expected));
+        prop_assert_eq!(scan_skip(&doc), Ok(()));
+        let at = cut.index(doc.len());
+        if doc.is_char_boundary(at) {
+            let short = &doc[..at];
+            let serde = serde_json::from_str::<Value>(short).map_err(|_| Invalid);
+            prop_assert_eq!(scan_value(short), serde.clone());
+            prop_assert_eq!(scan_skip(short), serde.map(|_| ()));
+        }
+    }
+}
