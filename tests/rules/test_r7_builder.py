@@ -135,6 +135,32 @@ def test_r7_a_lone_surrogate_escape_is_a_value_error(text: str) -> None:
         orjson.loads(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('"a\\x"', "invalid JSON at byte 3: an invalid escape in a string"),
+        ('"a\\', "invalid JSON at byte 3: a string is not closed"),
+        ('"a\\u12"', "invalid JSON at byte 6: expected 4 hex digits in a \\u escape"),
+        ('"a\\u12g4"', "invalid JSON at byte 6: expected 4 hex digits in a \\u escape"),
+        ('"\\ud800"', "invalid JSON at byte 7: a lone leading surrogate in a \\u escape"),
+        ('"\\ud800\\u0041"', "invalid JSON at byte 9: a lone leading surrogate in a \\u escape"),
+        ('"\\udc00"', "invalid JSON at byte 3: a lone trailing surrogate in a \\u escape"),
+        ('"ab\\n\x01"', "invalid JSON at byte 5: a control character in a string (escape it)"),
+        ('"ab\\nc', "invalid JSON at byte 6: a string is not closed"),
+        (
+            '"' + "x" * 40 + "\\n" + "y" * 20 + '\\z"',
+            "invalid JSON at byte 64: an invalid escape in a string",
+        ),
+    ],
+)
+def test_r7_a_bad_string_is_named_at_its_byte(text: str, message: str) -> None:
+    # The builder decodes escapes with the payload scan's own decoder (scan::decode);
+    # its errors name the byte and the fault as the builder's own decoder did.
+    with pytest.raises(ValueError) as caught:
+        _json_to_py(text)
+    assert str(caught.value) == message
+
+
 _PIECES = {
     "ascii": "abc xyz ",
     "latin1": "café ",

@@ -16,6 +16,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::event::MAX_JSON_DEPTH;
 
+pub mod decode;
 pub mod run;
 
 /// The payload is not valid JSON (where exactly does not matter: F8 skips it).
@@ -257,95 +258,18 @@ impl<'a> Scanner<'a> {
         self.skip_rest()
     }
 
-    /// RULE R8: the rest of a string, from a `"` or `\` in it (where a plain
-    /// run stopped), decoded onto `out` up to its closing quote. Code carries
-    /// an escape every few bytes (`giant_arg` has one every 8), so the loop is
-    /// per escape and keeps its state in registers: the position, and the
-    /// buffer's length (each `push` and `extend` of a `Vec` loaded, checked
-    /// and stored it: a third of this loop). Room for one escape and one
-    /// block is made before each is written; a one-letter escape is a table
-    /// load; a plain run is copied a block at a time, each block whole, the
-    /// length then moved only past the run: a fixed-size copy, where the
-    /// run's own length cost a call to `memcpy` per escape.
+    /// The rest of a string from the `"` or `\` where its plain run stopped,
+    /// decoded onto `out` (`decode::rest`).
     fn decode_rest(&mut self, out: &mut Vec<u8>) -> Scan<()> {
-        let bytes = self.bytes();
-        let mut pos = self.pos;
-        let mut len = out.len();
-        let result = loop {
-            match bytes.get(pos) {
-                Some(b'"') => {
-                    self.pos = pos + 1;
-                    break Ok(());
-                }
-                Some(b'\\') => {}
-                _ => break Err(Invalid), // a control character, or no end
-            }
-            let Some(&letter) = bytes.get(pos + 1) else {
-                break Err(Invalid);
-            };
-            room(out, len);
-            let byte = ESCAPED[usize::from(letter)];
-            if byte != 0 {
-                // SAFETY: `room` made `ROOM` bytes of capacity from `len`.
-                unsafe { out.as_mut_ptr().add(len).write(byte) };
-                len += 1;
-                pos += 2;
-            } else if letter == b'u' {
-                let Ok((c, next)) = unicode_escape(bytes, pos + 2) else {
-                    break Err(Invalid);
-                };
-                let mut utf8 = [0; 4];
-                let units = c.encode_utf8(&mut utf8).len();
-                // SAFETY: as above; a character is at most 4 bytes.
-                unsafe { copy(&utf8, out, len) };
-                len += units;
-                pos = next;
-            } else {
-                break Err(Invalid);
-            }
-            loop {
-                room(out, len);
-                let block = run::block_at(bytes, pos);
-                let (n, _) = run::first_stop(&block);
-                // SAFETY: `room` made `ROOM` (at least `BLOCK`) bytes of
-                // capacity from `len`; only the run's `n` bytes are kept.
-                unsafe { copy(&block, out, len) };
-                len += n;
-                pos += n;
-                if n < run::BLOCK {
-                    break;
-                }
-            }
-        };
-        // SAFETY: the bytes up to `len` were written above (or were there).
-        unsafe { out.set_len(len) };
-        result
+        self.pos = decode::rest(self.bytes(), self.pos, out).map_err(|_| Invalid)?;
+        Ok(())
     }
 
-    /// The rest of a string from a `"` or `\` in it, skipped and validated
-    /// as [`Self::decode_rest`] validates it.
+    /// The rest of a string from the `"` or `\` where its plain run stopped,
+    /// skipped and validated (`decode::skip`).
     fn skip_rest(&mut self) -> Scan<()> {
-        let bytes = self.bytes();
-        let mut pos = self.pos;
-        loop {
-            match bytes.get(pos) {
-                Some(b'"') => {
-                    self.pos = pos + 1;
-                    return Ok(());
-                }
-                Some(b'\\') => {}
-                _ => return Err(Invalid),
-            }
-            let letter = *bytes.get(pos + 1).ok_or(Invalid)?;
-            if ESCAPED[usize::from(letter)] != 0 {
-                pos += 2;
-            } else if letter == b'u' {
-                pos = unicode_escape(bytes, pos + 2)?.1;
-            } else {
-                return Err(Invalid);
-            }
-            pos = run::plain_run(bytes, pos).0;
-        }
+        self.pos = decode::skip(self.bytes(), self.pos).map_err(|_| Invalid)?;
+        Ok(())
     }
 
     /// `true`, `false` or `null` at the current position.
@@ -613,100 +537,6 @@ pub const fn short_escape(b: u8) -> Option<char> {
         b't' => '\t',
         _ => return None,
     })
-}
-
-/// Bytes of capacity [`Scanner::decode_rest`] makes before it writes an
-/// escape (at most 4 bytes) or a block.
-const ROOM: usize = run::BLOCK;
-
-/// At least [`ROOM`] bytes of capacity in `out` past its first `len` bytes,
-/// which are initialised (`out`'s own length may lag behind `len`).
-#[inline]
-fn room(out: &mut Vec<u8>, len: usize) {
-    if out.capacity() - len < ROOM {
-        grow(out, len);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn grow(out: &mut Vec<u8>, len: usize) {
-    // SAFETY: the caller wrote the bytes up to `len` (within capacity).
-    unsafe { out.set_len(len) };
-    out.reserve(ROOM.max(len));
-}
-
-/// `bytes` written into `out`'s capacity at `at`.
-///
-/// # Safety
-/// `out` has capacity for `at + bytes.len()` bytes.
-#[inline]
-unsafe fn copy(bytes: &[u8], out: &mut Vec<u8>, at: usize) {
-    debug_assert!(at + bytes.len() <= out.capacity());
-    // SAFETY: the destination is within `out`'s capacity (the caller's
-    // promise) and cannot overlap `bytes`, which `out` does not own.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().add(at), bytes.len());
-    }
-}
-
-/// The byte each one-letter escape stands for (`\\n` is 10), by the letter;
-/// 0 for a letter that is not one (`u` is read by [`unicode_escape`]).
-const ESCAPED: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        // `b` < 256: the cast is exact.
-        #[allow(clippy::cast_possible_truncation)]
-        if let Some(c) = short_escape(b as u8) {
-            #[allow(clippy::cast_possible_truncation)]
-            let byte = c as u8;
-            table[b] = byte;
-        }
-        b += 1;
-    }
-    table
-};
-
-/// `\\uXXXX` from its first hex digit at `pos`: the character, and the
-/// position after it. A high surrogate must be followed by a low one, and a
-/// lone surrogate is an error, as in `serde_json`.
-fn unicode_escape(bytes: &[u8], pos: usize) -> Scan<(char, usize)> {
-    let first = hex4(bytes, pos)?;
-    let (code, next) = match first {
-        0xD800..=0xDBFF => {
-            if bytes.get(pos + 4..pos + 6) != Some(b"\\u") {
-                return Err(Invalid);
-            }
-            let low = hex4(bytes, pos + 6)?;
-            if !(0xDC00..=0xDFFF).contains(&low) {
-                return Err(Invalid);
-            }
-            (
-                0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00),
-                pos + 10,
-            )
-        }
-        0xDC00..=0xDFFF => return Err(Invalid),
-        _ => (first, pos + 4),
-    };
-    char::from_u32(code).map(|c| (c, next)).ok_or(Invalid)
-}
-
-/// The four hex digits at `pos`.
-fn hex4(bytes: &[u8], pos: usize) -> Scan<u32> {
-    let digits = bytes.get(pos..pos + 4).ok_or(Invalid)?;
-    let mut n = 0;
-    for &d in digits {
-        let v = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            b'A'..=b'F' => d - b'A' + 10,
-            _ => return Err(Invalid),
-        };
-        n = n * 16 + u32::from(v);
-    }
-    Ok(n)
 }
 
 /// How many of the eight bytes of `word` are ASCII digits before any other
