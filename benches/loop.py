@@ -177,7 +177,7 @@ def check(bodies: Sequence[list[bytes]], tool: Any) -> None:
 def _aggregate(bodies: Sequence[list[bytes]]) -> None:
     """What the loop asks of the core per request, and nothing else."""
     for chunks in bodies:
-        agg = fastagg.StreamAggregator(deltas="display")  # as loop/wire.py asks (R5)
+        agg = fastagg.StreamAggregator(deltas=False)  # as loop/wire.py asks without a sink (L70)
         for c in chunks:
             agg.feed(c)
         agg.finish()

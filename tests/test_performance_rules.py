@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tracemalloc
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -270,14 +271,27 @@ def test_r5_visible_output_is_not_for_interactions(module: ModuleType) -> None:
         _ = agg.visible_output
 
 
-def test_r5_the_loop_asks_for_the_displayed_deltas() -> None:
+def _wire() -> Any:
     from fastagg.loop.wire import GenerateContentWire
     from fastagg.request import RequestGuard
 
-    wire = GenerateContentWire([], [], None, None, RequestGuard(require_signatures=False))
-    deltas = wire.aggregator().feed(_display_body())
+    return GenerateContentWire([], [], None, None, RequestGuard(require_signatures=False))
+
+
+def test_r5_the_loop_with_a_sink_asks_for_the_displayed_deltas() -> None:
+    wire = _wire()
+    agg = wire.aggregator(display=True)
+    deltas = agg.feed(_display_body())
     assert deltas == [
         _fastagg.TextDelta(0, 0, "hm", True),
         _fastagg.CallStart(0, 1, "c", "f"),
         _fastagg.ArgDelta(0, 1, "$.x", "v"),
     ]
+    assert wire.visible(agg) is True
+
+
+def test_r5_l70_the_loop_without_a_sink_asks_for_no_deltas_and_reads_the_flag() -> None:
+    wire = _wire()
+    agg = wire.aggregator(display=False)
+    assert agg.feed(_display_body()) == []
+    assert wire.visible(agg) is True  # candidate 0's call part (R5's visible_output)

@@ -30,6 +30,33 @@ def test_l70_run_turn_without_on_event_builds_no_turn_event() -> None:
     assert counts["no-op emission awaits"] == 0
 
 
+def _aggregators_asked(monkeypatch: Any, on_event: Any) -> list[Any]:
+    """The ``deltas`` argument of every aggregator the benchmark's turn makes."""
+    from fastagg.loop import wire
+
+    asked: list[Any] = []
+    real = wire.StreamAggregator
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("deltas"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(wire, "StreamAggregator", recording)
+    asyncio.run(bench.one_turn(bench.turn_bodies(), bench.lookup, on_event))
+    return asked
+
+
+def test_l70_run_turn_without_on_event_asks_the_core_for_no_deltas(monkeypatch: Any) -> None:
+    # L3's visible-output check reads the aggregator's own flag (R5) instead.
+    assert _aggregators_asked(monkeypatch, None) == [False] * (TOOL_STEPS + 1)
+
+
+def test_l70_with_on_event_the_core_reports_the_displayed_deltas(monkeypatch: Any) -> None:
+    received: list[Any] = []
+    assert _aggregators_asked(monkeypatch, received.append) == ["display"] * (TOOL_STEPS + 1)
+    assert len(received) == 6 * TOOL_STEPS + 4 + 1
+
+
 def test_l70_with_on_event_every_event_built_is_delivered() -> None:
     received: list[Any] = []
     counts = bench.counts(received.append)

@@ -82,7 +82,7 @@ class ModelStream:
         hop = 1
         resumes = 0
         while True:
-            agg = wire.aggregator()
+            agg = wire.aggregator(events.emit.active)
             body = self.model.stream(sent, timeout=wait)
             while True:
                 try:
@@ -198,4 +198,6 @@ async def _read_body(
     finally:
         if waiting:
             clock.close_first_output()
+    if not active:  # L70: the aggregator's own flag, where it keeps one (R5)
+        visible = wire.visible(agg) or visible
     return error, visible

@@ -35,8 +35,14 @@ class Wire(Protocol):
         """The step-cap request: the transcript, ``note``, tools off (L9, L27), checked (L2)."""
         ...
 
-    def aggregator(self) -> Any:
-        """A fresh aggregator for one response stream."""
+    def aggregator(self, display: bool) -> Any:
+        """A fresh aggregator for one response stream; ``display``: the loop has a sink
+        and delivers the stream's deltas (else it needs none, L70)."""
+        ...
+
+    def visible(self, agg: Any) -> bool | None:
+        """Whether visible output came into ``agg`` (L3), when the aggregator keeps that
+        flag itself; None when the loop reads it from the deltas."""
         ...
 
     def drain(self, agg: Any) -> list[Any]:
@@ -126,10 +132,13 @@ class GenerateContentWire:
         request["toolConfig"] = _tools_off(request.get("toolConfig"))
         return request
 
-    def aggregator(self) -> StreamAggregator[Any]:
-        # R5: the loop reads candidate 0's text, thought and call deltas, with or
-        # without on_event (its visible-output check reads them too), nothing else.
-        return StreamAggregator(deltas="display")
+    def aggregator(self, display: bool) -> StreamAggregator[Any]:
+        # R5: with a sink the loop reads candidate 0's text, thought and call deltas,
+        # nothing else; L70: without one it reads no delta, only visible_output.
+        return StreamAggregator(deltas="display" if display else False)
+
+    def visible(self, agg: Any) -> bool | None:
+        return bool(agg.visible_output)
 
     def drain(self, agg: Any) -> list[Any]:
         deltas: list[Any] = agg.finish()
@@ -194,8 +203,13 @@ class InteractionsWire(GenerateContentWire):
     """The Interactions API (I22-I27): the same transcript and requests (``GeminiClient``
     converts them, I23/I24), its own aggregator and results read as generateContent's."""
 
-    def aggregator(self) -> StreamAggregator[Any]:
+    def aggregator(self, display: bool) -> StreamAggregator[Any]:
+        # R5: the Interactions aggregator has no display subset and no visible_output:
+        # the loop reads visible output from its deltas, with or without a sink.
         return StreamAggregator(api="interactions")
+
+    def visible(self, agg: Any) -> bool | None:
+        return None
 
     def drain(self, agg: Any) -> list[Any]:
         # I28: the status decides, not [DONE]; close() dispatches an event left pending (I4)
