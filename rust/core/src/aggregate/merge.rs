@@ -136,17 +136,7 @@ pub(super) fn set_last(field: &mut Option<Value>, value: Option<TextOrValue<'_>>
 /// keys are added in order of first appearance.
 pub(super) fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
     if entries.len() > SMALL_OBJECT {
-        // Many keys: collapse duplicates through a map (first position, last
-        // value, as a JSON object reads) so the cost stays linear.
-        let mut object = Map::with_capacity(entries.len());
-        for (key, value) in entries {
-            object.insert(key.into_owned(), value);
-        }
-        for (key, value) in object {
-            if !value.is_null() {
-                kept.insert(key, value); // an existing key keeps its position
-            }
-        }
+        merge_many(kept, entries);
         return;
     }
     if !has_repeats(&entries) {
@@ -171,6 +161,42 @@ pub(super) fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<
         }
         let key = std::mem::take(&mut entries[i].0);
         set_field(kept, key, value);
+    }
+}
+
+/// `merge_fields` for an object of many keys, linear in its size: each key's
+/// last position found through a map of borrowed keys (no copy of a key, so
+/// the temporary map stays small), then each key merged once, at its first
+/// appearance; only a key new to `kept` is copied.
+fn merge_many(kept: &mut Map<String, Value>, entries: Vec<(Cow<'_, str>, Value)>) {
+    let (keys, mut values): (Vec<Cow<'_, str>>, Vec<Value>) = entries.into_iter().unzip();
+    // foldhash's seeded hasher: a few times cheaper than SipHash on short
+    // keys, and its per-map random seed keeps crafted keys from colliding.
+    let mut last: foldhash::HashMap<&str, usize> = foldhash::HashMap::with_capacity_and_hasher(
+        keys.len(),
+        foldhash::fast::RandomState::default(),
+    );
+    for (i, key) in keys.iter().enumerate() {
+        last.insert(key, i);
+    }
+    for key in &keys {
+        let Some(at) = last.get_mut(key.as_ref()) else {
+            continue;
+        };
+        if *at == usize::MAX {
+            continue; // a duplicate, merged at its first appearance
+        }
+        let value = std::mem::take(&mut values[*at]);
+        *at = usize::MAX;
+        if value.is_null() {
+            continue;
+        }
+        match kept.get_mut(key.as_ref()) {
+            Some(slot) => *slot = value, // an existing key keeps its position
+            None => {
+                kept.insert(key.as_ref().to_owned(), value);
+            }
+        }
     }
 }
 
