@@ -12,6 +12,8 @@ once in one event loop, and measures ``time.process_time()`` (all its
 threads) per event received:
 
 - ``raw/<t>``: the transport alone reads the body (no aggregation);
+- ``floor/asyncio Protocol`` (:class:`ProtocolFloor`, in the transport
+  target's pairs only): the event loop and the kernel alone, per read;
 - ``fastagg/<t>``: ``GeminiClient(transport=t).stream()`` and
   ``StreamAggregator.feed()`` per chunk, then ``close()`` and ``.parts``;
 - ``google-genai``: ``client.aio.models.generate_content_stream`` (its own
@@ -229,6 +231,45 @@ class FastaggContender(Contender):
         await self._owned.aclose()
 
 
+class _Counting(asyncio.Protocol):
+    """Reads the socket and parses nothing: it only watches for the body's
+    last chunk (``0\\r\\n\\r\\n``, which may arrive split across reads)."""
+
+    def __init__(self) -> None:
+        self.tail = b""
+        self.done: asyncio.Future[None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.tail = (self.tail + data[-5:])[-5:]
+        if self.tail == b"0\r\n\r\n" and self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+
+class ProtocolFloor(Contender):
+    """The floor of any asyncio transport: one keep-alive connection, the
+    request written by hand, and a bare :class:`asyncio.Protocol` that is
+    called once per socket read and does nothing with the bytes (no HTTP
+    parsing, no task woken per read). What the event loop and the kernel
+    cost per read; the ``plain`` server only."""
+
+    name = "floor/asyncio Protocol"
+
+    async def open(self, url: str) -> None:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        loop = asyncio.get_running_loop()
+        self.sock, self.proto = await loop.create_connection(_Counting, host, int(port))
+
+    async def one(self, stream: corpus.Stream) -> None:
+        body = orjson.dumps(_request(stream.name))
+        self.proto.tail = b""
+        self.proto.done = asyncio.get_running_loop().create_future()
+        self.sock.write(b"POST / HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await self.proto.done
+
+    async def close(self) -> None:
+        self.sock.close()
+
+
 class GenaiContender(Contender):
     name = "google-genai"
 
@@ -359,17 +400,21 @@ async def _paired_ratio(
 
 
 async def _paired_transport(
-    raw: Contender, stream: corpus.Stream, events: int, pairs: int
-) -> float:
+    raw: Contender, floor: Contender, stream: corpus.Stream, events: int, pairs: int
+) -> tuple[float, float]:
     """Per event, the transport alone (``raw``, 1 at once) ÷ the aggregation alone
-    (in process): the median over ``pairs`` measurements taken back to back, as
-    :func:`_paired_ratio` does, so that the drift between a cell measured here and
-    the in-process column measured minutes later does not decide the target."""
-    ratios = []
+    (in process), and the same for the asyncio floor (``floor``): the medians over
+    ``pairs`` measurements taken back to back, as :func:`_paired_ratio` does, so
+    that the drift between a cell measured here and the in-process column
+    measured minutes later does not decide the target."""
+    ratios, floors = [], []
     for _ in range(pairs):
         read = await _cpu_per_event(raw, stream, 1, events, 1, warm=False)
-        ratios.append(read / _in_process(stream, 1))
-    return statistics.median(ratios)
+        bare = await _cpu_per_event(floor, stream, 1, events, 1)
+        agg = _in_process(stream, 1)
+        ratios.append(read / agg)
+        floors.append(bare / agg)
+    return statistics.median(ratios), statistics.median(floors)
 
 
 async def _paired_sdk(
@@ -405,13 +450,14 @@ Key = tuple[str, str, int, str]  # server, stream, concurrency, contender
 
 # Frames per chunk by transport, ways of reading by concurrency, the paired
 # concurrency ratio of fastagg/aiohttp on the `plain` server by stream, the
-# paired transport ÷ aggregation ratio of raw/aiohttp there by stream, and the
+# paired transport ÷ aggregation ratios of raw/aiohttp and of the asyncio
+# floor (ProtocolFloor) there by stream, and the
 # paired google-genai + ADK ÷ fastagg/aiohttp ratio there by stream.
 Details = tuple[
     dict[str, tuple[int, int]],
     dict[int, dict[str, float]],
     dict[str, float],
-    dict[str, float],
+    dict[str, tuple[float, float]],
     dict[str, float],
 ]
 
@@ -452,7 +498,7 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float], Detai
     results: dict[Key, float | str] = {}
     details: Details = ({}, {}, {}, {}, {})
     paired: dict[str, float] = {}
-    transport: dict[str, float] = {}
+    transport: dict[str, tuple[float, float]] = {}
     adk_pairs: dict[str, float] = {}
     for kind in plan.servers:
         with Server(kind, plan.scale) as server:
@@ -466,9 +512,12 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float], Detai
                                 contender, stream, c, plan.fast_events, plan.reps
                             )
                         if kind == "plain" and contender.name == "raw/aiohttp" and not plan.quick:
+                            floor = ProtocolFloor()
+                            await floor.open(url)
                             transport[name] = await _paired_transport(
-                                contender, stream, plan.fast_events, 2 * plan.reps + 1
+                                contender, floor, stream, plan.fast_events, 2 * plan.reps + 1
                             )
+                            await floor.close()
                         if kind == "plain" and contender.name == "fastagg/aiohttp":
                             paired[name] = await _paired_ratio(
                                 contender,
@@ -754,11 +803,12 @@ def e2e_markdown(quick: bool) -> str:
             elif isinstance(adk, str):
                 lines.append(f"| ≥ {need}x google-genai + ADK | `{name}` | - ({adk}) | - |")
             if name in transport_pairs:
-                over = transport_pairs[name]
+                over, bare = transport_pairs[name]
                 lines.append(
                     f"| transport ≤ 1x the aggregation | `{name}` | {over:.2f}x "
                     f"(median of {2 * plan.reps + 1} back-to-back pairs; the cells: "
-                    f"{transport('plain', name, 1)}) | {'yes' if over <= 1 else f'no ({over:.2f}x)'} |"
+                    f"{transport('plain', name, 1)}; the asyncio floor in the same pairs: "
+                    f"{bare:.2f}x) | {'yes' if over <= 1 else f'no ({over:.2f}x)'} |"
                 )
             top = max(plan.concurrency)
             if name in paired:
@@ -768,6 +818,16 @@ def e2e_markdown(quick: bool) -> str:
                     f"(median of {2 * plan.reps + 1} back-to-back pairs) | "
                     f"{'yes' if x <= 1 else f'no ({x:.2f}x)'} |"
                 )
+        if transport_pairs:
+            lines += [
+                "",
+                "The asyncio floor is a bare `asyncio.Protocol` on one keep-alive connection: "
+                "called once per socket read, it parses nothing and wakes no task, so it is "
+                "what the event loop and the kernel alone cost per read (`epoll_wait`, "
+                "`recv`, the loop's own Python). Any asyncio transport costs at least that; "
+                "where the floor is near 1x the aggregation, the target is out of reach of "
+                "any HTTP stack on this event loop.",
+            ]
     lines.append("")
     # per-chunk work and read strategies
     text = _text_of(streams)
