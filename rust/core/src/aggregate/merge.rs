@@ -168,8 +168,13 @@ pub(super) fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<
 /// last position found through a map of borrowed keys (no copy of a key, so
 /// the temporary map stays small), then each key merged once, at its first
 /// appearance; only a key new to `kept` is copied.
-fn merge_many(kept: &mut Map<String, Value>, entries: Vec<(Cow<'_, str>, Value)>) {
-    let (keys, mut values): (Vec<Cow<'_, str>>, Vec<Value>) = entries.into_iter().unzip();
+fn merge_many(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
+    // The keys move out (a word-sized move each) so that the map can borrow
+    // them while the values are taken from `entries` in place.
+    let keys: Vec<Cow<'_, str>> = entries
+        .iter_mut()
+        .map(|(key, _)| std::mem::take(key))
+        .collect();
     // foldhash's seeded hasher: a few times cheaper than SipHash on short
     // keys, and its per-map random seed keeps crafted keys from colliding.
     let mut last: foldhash::HashMap<&str, usize> = foldhash::HashMap::with_capacity_and_hasher(
@@ -186,7 +191,7 @@ fn merge_many(kept: &mut Map<String, Value>, entries: Vec<(Cow<'_, str>, Value)>
         if *at == usize::MAX {
             continue; // a duplicate, merged at its first appearance
         }
-        let value = std::mem::take(&mut values[*at]);
+        let value = std::mem::take(&mut entries[*at].1);
         *at = usize::MAX;
         if value.is_null() {
             continue;
