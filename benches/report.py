@@ -258,8 +258,13 @@ def import_ms(runs: int = 7) -> float:
             env=env,
         )
         # The last line names the top-level package: "import time: self | cumulative | fastagg".
-        line = next(ln for ln in reversed(done.stderr.splitlines()) if ln.endswith("| fastagg"))
-        samples.append(int(line.split("|")[1]) / 1000)
+        lines = [ln for ln in done.stderr.splitlines() if ln.endswith("| fastagg")]
+        if not lines:
+            raise RuntimeError(
+                "python -X importtime printed no line for fastagg; its stderr ends: "
+                + done.stderr[-500:]
+            )
+        samples.append(int(lines[-1].split("|")[1]) / 1000)
     return statistics.median(samples)
 
 
