@@ -169,7 +169,7 @@ pub(super) fn merge_fields(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<
 /// the temporary map stays small), then each key merged once, at its first
 /// appearance; only a key new to `kept` is copied.
 fn merge_many(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Value)>) {
-    // The keys move out (a word-sized move each) so that the map can borrow
+    // The keys move out (no copy of their text) so that the map can borrow
     // them while the values are taken from `entries` in place.
     let keys: Vec<Cow<'_, str>> = entries
         .iter_mut()
@@ -196,12 +196,8 @@ fn merge_many(kept: &mut Map<String, Value>, mut entries: Vec<(Cow<'_, str>, Val
         if value.is_null() {
             continue;
         }
-        match kept.get_mut(key.as_ref()) {
-            Some(slot) => *slot = value, // an existing key keeps its position
-            None => {
-                kept.insert(key.as_ref().to_owned(), value);
-            }
-        }
+        // An existing key keeps its position; only a new one is copied.
+        set_field(kept, Cow::Borrowed(key.as_ref()), value);
     }
 }
 
