@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import fastagg
-from fastagg.transport import AiohttpTransport, HttpxTransport
+from fastagg.transport import AiohttpTransport, AsyncioTransport, HttpxTransport
 
 from . import contenders as C
 from . import corpus
@@ -208,7 +208,11 @@ class FastaggContender(Contender):
 
     async def open(self, url: str) -> None:
         # A pool as large as the highest concurrency: no stream waits for a connection.
-        transport = AiohttpTransport() if self.transport == "aiohttp" else HttpxTransport()
+        transport = {
+            "aiohttp": AiohttpTransport,
+            "asyncio": AsyncioTransport,
+            "httpx": HttpxTransport,
+        }[self.transport]()
         self.client = fastagg.GeminiClient(
             corpus.GEMINI_MODEL, api_key="bench", base_url=url, http_client=transport
         )

@@ -28,7 +28,7 @@ def load_scenarios() -> list[dict[str, Any]]:
         return json.load(fh)
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
+@pytest.fixture(params=["aiohttp", "asyncio", "httpx"])
 def transport(request: pytest.FixtureRequest) -> str:
     """The name of one built-in HTTP transport of GeminiClient (H3: tests run on each)."""
     return str(request.param)

@@ -17,13 +17,27 @@ from fastagg.client import GeminiClient, parse_retry_after, provider_error_from_
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
 from fastagg.testing.validate import MSG_MULTI_TURN_END
-from fastagg.transport import AiohttpTransport, HttpxTransport, Response, Transport
+from fastagg.transport import (
+    AiohttpTransport,
+    AsyncioTransport,
+    HttpxTransport,
+    Response,
+    Transport,
+)
 
 REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
 CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usage(3, 2))]
 # The stack's own exception name follows the transport-neutral prefix (H5).
-CONNECT_ERROR = {"aiohttp": "ClientConnectorError", "httpx": "ConnectError"}
-DROP_ERROR = {"aiohttp": "ClientPayloadError", "httpx": "RemoteProtocolError"}
+CONNECT_ERROR = {
+    "aiohttp": "ClientConnectorError",
+    "asyncio": "ConnectionRefusedError",
+    "httpx": "ConnectError",
+}
+DROP_ERROR = {
+    "aiohttp": "ClientPayloadError",
+    "asyncio": "IncompleteBody",
+    "httpx": "RemoteProtocolError",
+}
 
 
 def frames(chunks: list[dict[str, Any]]) -> bytes:
@@ -280,13 +294,18 @@ async def test_h4_shared_aiohttp_session_is_used_and_not_closed_by_aclose() -> N
         assert not session.closed
 
 
-def test_h3_default_transport_is_aiohttp() -> None:
-    assert isinstance(GeminiClient("m", api_key="k").transport, AiohttpTransport)
+def test_h3_default_transport_is_fastaggs_own_asyncio_client() -> None:
+    assert isinstance(GeminiClient("m", api_key="k").transport, AsyncioTransport)
+    assert isinstance(
+        GeminiClient("m", api_key="k", transport="aiohttp").transport, AiohttpTransport
+    )
     assert isinstance(GeminiClient("m", api_key="k", transport="httpx").transport, HttpxTransport)
 
 
 def test_h4_unknown_transport_and_client_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match=r"unknown transport 'curl'; use one of: aiohttp, httpx"):
+    with pytest.raises(
+        ValueError, match=r"unknown transport 'curl'; use one of: aiohttp, asyncio, httpx"
+    ):
         GeminiClient("m", api_key="k", transport="curl")
     with pytest.raises(TypeError, match=r"http_client must be an aiohttp\.ClientSession"):
         GeminiClient("m", api_key="k", http_client=object())

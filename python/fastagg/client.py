@@ -4,7 +4,8 @@ The client only moves bytes: it builds the ``:streamGenerateContent?alt=sse``
 URL and headers, serializes the request with orjson, and hands the raw body
 chunks to the caller (the turn loop feeds them to the Rust aggregator). Non-200
 answers and transport failures become :class:`fastagg.errors.ProviderError`.
-The HTTP stack is a :mod:`fastagg.transport` (aiohttp by default, or httpx).
+The HTTP stack is a :mod:`fastagg.transport` (fastagg's own HTTP/1.1 client
+by default, aiohttp or httpx).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class GeminiClient:
     version and resource path are appended as google-genai does with
     ``HttpOptions(base_url=...)``.
 
-    The body is read by aiohttp unless ``transport="httpx"`` (H3).
+    The body is read by fastagg's own HTTP/1.1 client (``transport="asyncio"``)
+    unless ``transport="aiohttp"`` or ``"httpx"`` (H3).
     ``http_client`` is your own ``aiohttp.ClientSession``, ``httpx.AsyncClient``
     or :class:`fastagg.transport.Transport` (several clients may share one);
     it is then not closed by :meth:`aclose` (H4).

@@ -1,15 +1,17 @@
 """HTTP transports for :class:`fastagg.GeminiClient`: one class per HTTP stack.
 
 A transport POSTs a serialized request and hands back a :class:`Response`:
-status, reason, headers, and the raw body chunks as an async iterator. Both
-map their own exceptions to :class:`~fastagg.errors.ProviderError`
+status, reason, headers, and the raw body chunks as an async iterator. Each
+maps its own exceptions to :class:`~fastagg.errors.ProviderError`
 (``kind="timeout"`` or ``kind="connection"``), so retries and error messages
 are the same whichever stack reads the bytes (H3-H6 in ``spec/turn-loop.md``).
 
-``AiohttpTransport`` is the default: over loopback it reads a body for
-about a fifth of httpx's CPU (its HTTP parser is C; ``benches/e2e.py``
-measures both). ``HttpxTransport`` stays for users who already hold an
-``httpx.AsyncClient``.
+``AsyncioTransport`` (fastagg's own HTTP/1.1 client, ``_http1.py``) is the
+default: over loopback it reads a body for less CPU than aiohttp on every
+corpus stream, and aiohttp for about a fifth of httpx's (``benches/e2e.py``
+measures all three). ``AiohttpTransport`` and ``HttpxTransport`` stay for
+users who already hold an ``aiohttp.ClientSession`` or an ``httpx.AsyncClient``,
+and aiohttp sends what the environment routes through a proxy.
 
 The hot path is one ``__anext__`` frame per chunk around the stack's own read
 (H6): no wrapper generator, no re-chunking, no copy.
@@ -26,10 +28,16 @@ from typing import Any, Protocol, runtime_checkable
 import aiohttp
 import httpx
 
-from .errors import ProviderError
+from ._asyncio_transport import AsyncioResponse, AsyncioTransport
+from ._transport_errors import BEFORE as _BEFORE
+from ._transport_errors import connection_error as _connection_error
+from ._transport_errors import during as _during
+from ._transport_errors import timeout_error as _timeout_error
 
 __all__ = [
     "AiohttpTransport",
+    "AsyncioResponse",
+    "AsyncioTransport",
     "HttpxTransport",
     "Response",
     "Transport",
@@ -126,44 +134,14 @@ def _bounded_httpx(own: httpx.Timeout, timeout: float | None) -> httpx.Timeout:
     )
 
 
-# H5: the same error kinds and message shape on every transport
-def _timeout_error(exc: BaseException, where: str) -> ProviderError:
-    name = type(exc).__name__
-    return ProviderError(
-        None,
-        "DEADLINE_EXCEEDED",
-        f"timed out {where}: {name}: {str(exc) or name}",
-        True,
-        kind="timeout",
-    )
-
-
-def _connection_error(exc: BaseException, where: str) -> ProviderError:
-    name = type(exc).__name__
-    return ProviderError(
-        None,
-        "CONNECTION",
-        f"connection failed {where}: {name}: {str(exc) or name}",
-        True,
-        kind="connection",
-    )
-
-
-_BEFORE = "before the response started"
-
-
-def _during(received: int) -> str:
-    return f"after {received} bytes of the body"
-
-
 # --------------------------------------------------------------------------
-# aiohttp (the default)
+# aiohttp
 # --------------------------------------------------------------------------
 
 
-# H3: one Transport per HTTP stack; aiohttp is the measured default
+# H3: one Transport per HTTP stack
 class AiohttpTransport:
-    """Streams over an ``aiohttp.ClientSession`` (the default transport).
+    """Streams over an ``aiohttp.ClientSession``.
 
     Without ``session`` it creates one on first use: a ``TCPConnector`` with
     100 connections, HTTP/1.1 keep-alive and the system's TLS trust store.
@@ -458,7 +436,7 @@ class HttpxResponse:
         await self._response.aclose()
 
 
-TRANSPORTS = ("aiohttp", "httpx")
+TRANSPORTS = ("aiohttp", "asyncio", "httpx")
 
 
 # H4: a caller's client or session is used as it is and left open
@@ -470,7 +448,8 @@ def make_transport(
 
     ``http_client`` may be a :class:`Transport`, an ``aiohttp.ClientSession``
     or an ``httpx.AsyncClient`` (H4); otherwise ``transport`` names the stack
-    to create (``"aiohttp"``, the default, or ``"httpx"``).
+    to create (``"asyncio"``, fastagg's own HTTP/1.1 client and the default,
+    ``"aiohttp"`` or ``"httpx"``).
     """
     if http_client is not None:
         if transport is not None:
@@ -488,9 +467,12 @@ def make_transport(
             f"http_client must be an aiohttp.ClientSession, an httpx.AsyncClient or a "
             f"fastagg.transport.Transport, not {type(http_client).__name__}"
         )
-    name = "aiohttp" if transport is None else transport
+    # H3: the measured default
+    name = "asyncio" if transport is None else transport
     if name == "aiohttp":
         return AiohttpTransport(), True
     if name == "httpx":
         return HttpxTransport(), True
+    if name == "asyncio":
+        return AsyncioTransport(), True
     raise ValueError(f"unknown transport {transport!r}; use one of: {', '.join(TRANSPORTS)}")

@@ -12,6 +12,7 @@ import json
 import math
 import re
 import socket
+import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -198,6 +199,8 @@ class FakeGemini:
     ``interactions`` (a list of :class:`~fastagg.testing.InteractionTurn`)
     also serves the Interactions API endpoints on the same port, from that
     script (a :class:`~fastagg.testing.FakeInteractions`, in ``.interactions``).
+    ``ssl_context`` (a server context holding a certificate and its key)
+    serves over TLS; ``url`` is then ``https://``.
 
     Attributes: ``url`` (base URL for ``GeminiClient(base_url=...)`` or
     ``HttpOptions(base_url=...)``), ``requests`` (request bodies in order),
@@ -223,6 +226,7 @@ class FakeGemini:
         on_request: Callable[[RecordedRequest], Any] | None = None,
         name: str | None = None,
         interactions: Sequence[InteractionTurn] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if framing not in ("sse", "array"):
             raise ValueError(f"framing must be 'sse' or 'array', not {framing!r}")
@@ -245,6 +249,8 @@ class FakeGemini:
         self.require_auth = require_auth
         self.repeat = repeat
         self.on_request = on_request
+        # S6: served over TLS with this context (its certificate and key), at an https URL
+        self.ssl_context = ssl_context
         self.records: list[RecordedRequest] = []
         self.signatures_issued: set[bytes] = set()
         # L56: each continuation token issued -> the request it continues (token left out)
@@ -261,10 +267,11 @@ class FakeGemini:
 
     @property
     def url(self) -> str:
-        """Base URL of the server, e.g. ``http://127.0.0.1:40123``."""
+        """Base URL of the server, e.g. ``http://127.0.0.1:40123`` (``https`` with ``ssl_context``)."""
         if self._runner is None:
             raise RuntimeError("FakeGemini is not running: use 'async with FakeGemini(...)'")
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def requests(self) -> list[Any]:
@@ -289,7 +296,7 @@ class FakeGemini:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
             self.port = sock.getsockname()[1]
-            await web.SockSite(runner, sock).start()
+            await web.SockSite(runner, sock, ssl_context=self.ssl_context).start()
         except BaseException:
             sock.close()
             await runner.cleanup()

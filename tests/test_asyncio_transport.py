@@ -1,0 +1,193 @@
+"""fastagg._asyncio_transport: TLS, the connection pool and keep-alive of
+fastagg's own HTTP/1.1 transport (H8); its errors and body are tested on every
+transport in test_http_client.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import pytest
+
+from fastagg import _asyncio_transport
+from fastagg.client import GeminiClient
+from fastagg.errors import ProviderError
+from fastagg.testing import FakeGemini, chunk, final, signature, text
+from fastagg.transport import AsyncioTransport
+
+TLS = Path(__file__).parent / "data" / "tls"  # a self-signed certificate for 127.0.0.1
+REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
+CHUNKS = [chunk(text("Hello")), final(signature("s"))]
+BODY = b"".join(
+    b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
+    for c in CHUNKS
+)
+
+
+def server_tls() -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(TLS / "cert.pem", TLS / "key.pem")
+    return context
+
+
+def client_tls() -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(TLS / "cert.pem"))
+
+
+async def read_all(client: GeminiClient) -> bytes:
+    out = b""
+    async with client.stream(REQUEST, timeout=None) as body:
+        async for piece in body:
+            out += piece
+    return out
+
+
+def trusting(transport: str) -> Any:
+    """``transport`` as a client that trusts the test certificate."""
+    if transport == "asyncio":
+        return AsyncioTransport(ssl_context=client_tls())
+    if transport == "aiohttp":
+        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls()))
+    return httpx.AsyncClient(verify=client_tls())
+
+
+async def test_h3_s6_tls_is_verified_against_the_given_trust(transport: str) -> None:
+    async with FakeGemini([CHUNKS], ssl_context=server_tls()) as server:
+        assert server.url.startswith("https://127.0.0.1:")
+        http = trusting(transport)
+        async with GeminiClient("m", api_key="k", base_url=server.url, http_client=http) as client:
+            assert await read_all(client) == BODY
+        await (http.close() if isinstance(http, aiohttp.ClientSession) else http.aclose())
+
+
+async def test_h3_s6_an_untrusted_certificate_is_a_connection_error(transport: str) -> None:
+    async with (
+        FakeGemini([CHUNKS], ssl_context=server_tls()) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        with pytest.raises(ProviderError) as info:
+            await read_all(client)
+    assert (info.value.kind, info.value.code) == ("connection", "CONNECTION")
+    assert "certificate verify failed" in info.value.message
+    assert server.records == []
+
+
+async def serve(answer: Any) -> tuple[asyncio.Server, str, list[int]]:
+    """A plain HTTP/1.1 server: ``answer(conn_index, request_index)`` -> bytes or None (close)."""
+    connections: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        index = len(connections)
+        connections.append(0)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                await reader.readexactly(length)
+                reply = answer(index, connections[index])
+                connections[index] += 1
+                if reply is None:
+                    break
+                writer.write(reply)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}", connections
+
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
+
+
+async def test_h8_a_kept_alive_connection_closed_as_the_request_left_is_retried_once() -> None:
+    # The server answers the first request on each connection and closes on the second
+    # without a byte: the client sends that request once more, on a new connection.
+    server, url, connections = await serve(lambda conn, req: OK if req == 0 else None)
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        assert await read_all(client) == BODY
+        assert await read_all(client) == BODY
+    assert connections == [2, 1]
+
+
+async def test_h8_a_new_connection_that_fails_before_any_byte_is_not_retried() -> None:
+    server, url, connections = await serve(lambda conn, req: None)
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        with pytest.raises(ProviderError) as info:
+            await read_all(client)
+    assert info.value.message == (
+        "connection failed before the response started: IncompleteBody: "
+        "the server closed the connection before the response head ended"
+    )
+    assert connections == [1]
+
+
+async def test_h8_requests_wait_for_a_free_connection_at_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_asyncio_transport, "MAX_CONNECTIONS", 1)
+    server, url, connections = await serve(lambda conn, req: OK)
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        bodies = await asyncio.gather(*(read_all(client) for _ in range(3)))
+    assert bodies == [BODY] * 3
+    assert connections == [3]  # one connection, three requests in turn
+
+
+async def test_h8_a_response_read_halfway_closes_its_connection() -> None:
+    server, url, connections = await serve(lambda conn, req: OK)
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        async with client.stream(REQUEST, timeout=None) as body:
+            await body.__anext__()  # the whole (small) body arrived in one read
+            # stopped before the end of the iteration: nothing says the body is done
+        assert await read_all(client) == BODY
+    assert len(connections) in (1, 2)
+
+
+def test_h8_request_headers_with_line_breaks_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"the header 'x-a' has a line break"):
+        _asyncio_transport._request(b"POST", b" / HTTP/1.1\r\n", b"", {"x-a": "1\r\nX-B: 2"})
+
+
+def test_h8_the_request_asks_for_identity_and_frames_the_body_itself() -> None:
+    wire = _asyncio_transport._request(
+        b"POST",
+        b" /v1 HTTP/1.1\r\nhost: h\r\n",
+        b"{}",
+        {"Content-Length": "99", "x-goog-api-key": "k", "Connection": "close"},
+    )
+    assert wire == (
+        b"POST /v1 HTTP/1.1\r\nhost: h\r\nx-goog-api-key: k\r\naccept-encoding: identity\r\n"
+        + b"user-agent: "
+        + _asyncio_transport.USER_AGENT.encode()
+        + b"\r\ncontent-length: 2\r\n\r\n{}"
+    )
+
+
+def test_h8_a_client_used_under_two_event_loops_opens_a_new_connection() -> None:
+    async def main() -> list[bytes]:
+        server, url, connections = await serve(lambda conn, req: OK)
+        client = GeminiClient("m", api_key="k", base_url=url, transport="asyncio")
+        out = []
+        async with server:
+            out.append(await read_all(client))
+
+            def in_another_loop() -> bytes:
+                return asyncio.run(read_all(client))
+
+            out.append(await asyncio.to_thread(in_another_loop))
+        assert len(connections) == 2
+        return out
+
+    assert asyncio.run(main()) == [BODY, BODY]

@@ -1,0 +1,223 @@
+"""fastagg._http1: the HTTP/1.1 response framing of fastagg's own transport (H8).
+
+The protocol is driven by hand here, byte by byte where framing could split,
+with a stand-in for the asyncio transport that records what it was asked to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import zlib
+from typing import Any
+
+import pytest
+
+from fastagg._http1 import HIGH_WATER, Connection, HttpProtocolError, IncompleteBody, parse_head
+
+BODY = b'data: {"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}\r\n\r\n' * 3
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+
+
+class FakeSocket:
+    """What Connection calls on its asyncio transport."""
+
+    def __init__(self) -> None:
+        self.written = b""
+        self.closed = False
+        self.paused = 0
+        self.resumed = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        self.paused += 1
+
+    def resume_reading(self) -> None:
+        self.resumed += 1
+
+
+def connection() -> tuple[Connection, FakeSocket]:
+    loop = asyncio.new_event_loop()
+    conn = Connection(loop)
+    sock = FakeSocket()
+    conn.transport = sock  # type: ignore[assignment]
+    conn.send(b"POST / HTTP/1.1\r\n\r\n")
+    loop.close()
+    return conn, sock
+
+
+def chunked(body: bytes, size: int) -> bytes:
+    out = b""
+    for i in range(0, len(body), size):
+        piece = body[i : i + size]
+        out += b"%x\r\n%s\r\n" % (len(piece), piece)
+    return out + b"0\r\n\r\n"
+
+
+def feed_in_pieces(wire: bytes, step: int) -> tuple[Connection, bytes]:
+    conn, _ = connection()
+    got = b""
+    for i in range(0, len(wire), step):
+        conn.data_received(wire[i : i + step])
+        if conn.body:
+            got += conn.take()
+    return conn, got
+
+
+WIRE = HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(BODY, 37)
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 5, 7, 64, len(WIRE)])
+def test_h8_chunked_body_is_the_same_bytes_however_the_reads_split_it(step: int) -> None:
+    conn, got = feed_in_pieces(WIRE, step)
+    assert got == BODY
+    assert conn.done and conn.error is None and conn.reusable()
+    assert conn.response is not None and conn.response[:2] == (200, "OK")
+    assert conn.response[2]["content-type"] == "text/event-stream"
+
+
+def test_h8_chunk_extensions_and_trailers_are_read_and_dropped() -> None:
+    wire = (
+        HEAD + b"Transfer-Encoding: chunked\r\n\r\n5;name=x\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n"
+    )
+    conn, got = feed_in_pieces(wire, 3)
+    assert (got, conn.done, conn.reusable()) == (b"hello", True, True)
+
+
+@pytest.mark.parametrize("step", [1, 4, 1000])
+def test_h8_content_length_body_ends_at_its_length(step: int) -> None:
+    wire = HEAD + b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY
+    conn, got = feed_in_pieces(wire, step)
+    assert (got, conn.done, conn.reusable()) == (BODY, True, True)
+
+
+def test_h8_a_body_without_length_ends_when_the_server_closes() -> None:
+    conn, _ = connection()
+    conn.data_received(HEAD + b"\r\n" + BODY[:10])
+    conn.data_received(BODY[10:])
+    assert not conn.done
+    conn.eof_received()
+    assert (conn.take(), conn.done, conn.reusable()) == (BODY, True, False)
+
+
+def test_h8_bytes_beyond_the_body_make_the_connection_not_reusable() -> None:
+    conn, _ = connection()
+    conn.data_received(HEAD + b"Content-Length: 2\r\n\r\nokEXTRA")
+    assert (conn.take(), conn.done, conn.reusable()) == (b"ok", True, False)
+
+
+def test_h8_connection_close_and_http_1_0_are_not_kept_alive() -> None:
+    conn, _ = connection()
+    conn.data_received(HEAD + b"Connection: close\r\nContent-Length: 0\r\n\r\n")
+    assert (conn.done, conn.reusable()) == (True, False)
+    conn, _ = connection()
+    conn.data_received(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+    assert (conn.done, conn.reusable()) == (True, False)
+
+
+def test_h8_interim_100_continue_is_skipped() -> None:
+    conn, _ = connection()
+    conn.data_received(b"HTTP/1.1 100 Continue\r\n\r\n" + HEAD + b"Content-Length: 2\r\n\r\nok")
+    assert conn.response is not None and conn.response[0] == 200
+    assert conn.take() == b"ok"
+
+
+@pytest.mark.parametrize(
+    ("coding", "pack"),
+    [("gzip", gzip.compress), ("deflate", zlib.compress)],
+)
+def test_h8_gzip_and_deflate_bodies_are_decoded(coding: str, pack: Any) -> None:
+    packed = pack(BODY)
+    wire = HEAD + f"Content-Encoding: {coding}\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    conn, got = feed_in_pieces(wire + chunked(packed, 16), 5)
+    assert (got, conn.done) == (BODY, True)
+
+
+def test_h8_repeated_headers_are_joined_and_looked_up_in_any_case() -> None:
+    status, reason, headers, http11 = parse_head(
+        b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nX-A: 1\r\nx-a: 2"
+    )
+    assert (status, reason, http11) == (429, "Too Many Requests", True)
+    assert (headers["retry-after"], headers["RETRY-AFTER"], headers.get("X-A")) == (
+        "3",
+        "3",
+        "1, 2",
+    )
+    assert "Retry-After" in headers and "nope" not in headers
+
+
+@pytest.mark.parametrize(
+    ("wire", "message"),
+    [
+        (b"ICY 200 OK\r\n\r\n", "does not start with an HTTP/1.x status line: b'ICY 200 OK'"),
+        (b"HTTP/1.1 2000 OK\r\n\r\n", "does not start with an HTTP/1.x status line"),
+        (HEAD + b"no colon here\r\n\r\n", "a response header line is malformed: b'no colon here'"),
+        (HEAD + b" folded: x\r\n\r\n", "a response header line is malformed"),
+        (HEAD + b"Content-Length: 1, 2\r\n\r\n", "an invalid Content-Length '1, 2'"),
+        (HEAD + b"Content-Length: -1\r\n\r\n", "an invalid Content-Length '-1'"),
+        (HEAD + b"Content-Encoding: br\r\n\r\n", "Content-Encoding 'br'"),
+        (b"HTTP/1.1 101 Switching Protocols\r\n\r\n", "switched protocols (101)"),
+        (
+            HEAD + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n",
+            "a chunk-size line is not hexadecimal: b'zz' (after 5 bytes of the body)",
+        ),
+        (
+            HEAD + b"Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n",
+            "a chunk-size line is not hexadecimal: b'0x5'",
+        ),
+        (
+            HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\nhiXX",
+            "a chunk of the body does not end with CRLF (after 2 bytes)",
+        ),
+        (
+            HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"1" * 5000,
+            "a chunk-size line is over 4096 bytes",
+        ),
+        (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 11000, "the response head is over 65536 bytes"),
+    ],
+)
+def test_h8_malformed_responses_are_clear_errors_that_keep_what_arrived(
+    wire: bytes, message: str
+) -> None:
+    conn, sock = connection()
+    conn.data_received(wire)
+    assert isinstance(conn.error, HttpProtocolError)
+    assert message in str(conn.error)
+    assert sock.closed and not conn.reusable()
+
+
+def test_h7_h8_body_bytes_before_a_framing_error_are_still_handed_out() -> None:
+    conn, _ = connection()
+    conn.data_received(HEAD + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n")
+    assert conn.take() == b"hello"
+
+
+@pytest.mark.parametrize(
+    ("wire", "message"),
+    [
+        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhel", "closed the connection mid-body"),
+        (b"HTTP/1.1 200", "closed the connection before the response head ended"),
+    ],
+)
+def test_h8_a_connection_closed_early_is_an_incomplete_body(wire: bytes, message: str) -> None:
+    conn, _ = connection()
+    conn.data_received(wire)
+    conn.connection_lost(None)
+    assert isinstance(conn.error, IncompleteBody) and message in str(conn.error)
+    assert not conn.done
+
+
+def test_h8_reading_pauses_above_the_high_water_mark_and_resumes_when_taken() -> None:
+    conn, sock = connection()
+    conn.data_received(HEAD + b"Content-Length: %d\r\n\r\n" % (HIGH_WATER + 2))
+    conn.data_received(b"x" * (HIGH_WATER + 1))
+    assert (sock.paused, sock.resumed) == (1, 0)
+    conn.data_received(b"x")  # already paused: not asked twice
+    assert sock.paused == 1
+    assert len(conn.take()) == HIGH_WATER + 2
+    assert (sock.paused, sock.resumed) == (1, 1)
