@@ -147,9 +147,18 @@ def test_e2e_servers_serve_the_corpus_bytes_to_every_transport(kind: str) -> Non
             return out
 
     with e2e.Server(kind, 0.03) as server:
-        for transport in ("aiohttp", "httpx"):
+        for transport in e2e.TRANSPORTS:
             body = asyncio.run(read(server.url, transport))
             assert body == stream.body
+
+
+def test_h3_e2e_targets_judge_the_default_transport() -> None:
+    # The targets table reads the rows of GeminiClient's default transport (H3).
+    from fastagg.transport import make_transport
+
+    assert e2e.TRANSPORTS == ("asyncio", "aiohttp", "httpx")
+    assert type(make_transport()[0]) is type(make_transport(transport=e2e.DEFAULT)[0])
+    assert (e2e.OURS, e2e.RAW) == ("fastagg/asyncio", "raw/asyncio")
 
 
 def test_stages_section_times_each_stage_of_every_stream() -> None:
