@@ -172,7 +172,11 @@ def test_h8_repeated_headers_are_joined_and_looked_up_in_any_case() -> None:
         ),
         (
             HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\nhiXX",
-            "a chunk of the body does not end with CRLF (after 2 bytes)",
+            "a chunk of the body does not end with CRLF (after 2 bytes of the body)",
+        ),
+        (
+            HEAD + b"Transfer-Encoding: chunked\r\n\r\n1000000000000000\r\n",
+            "a chunk size has more than 15 hex digits: b'1000000000000000' (after 0 bytes",
         ),
         (
             HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"1" * 5000,

@@ -19,17 +19,16 @@ import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ._fastagg import ChunkedDecoder
+
 __all__ = ["Connection", "Headers", "HttpProtocolError", "IncompleteBody"]
 
 MAX_HEAD = 64 * 1024  # status line and headers of one response
-MAX_LINE = 4096  # one chunk-size or trailer line
+MAX_LINE = 4096  # one chunk-size or trailer line (the core's http_chunked::MAX_LINE)
 HIGH_WATER = 1 << 20  # unread body bytes at which reading pauses
-_HEX = b"0123456789abcdefABCDEF"
 
 # What the connection is reading (``Connection.state``).
 IDLE, HEAD, CHUNKED, LENGTH, UNTIL_CLOSE, DONE = range(6)
-# Where in chunked framing it is (``Connection.phase``).
-_SIZE, _DATA, _CRLF, _TRAILER = range(4)
 
 
 class HttpProtocolError(Exception):
@@ -112,10 +111,9 @@ class Connection(asyncio.Protocol):
         self.loop = loop
         self.transport: asyncio.Transport | None = None
         self.state = IDLE
-        self.phase = _SIZE
         self.head = bytearray()
-        self.pending = b""  # framing bytes that await the rest of their line
-        self.left = 0  # bytes still due in this chunk, or of the Content-Length body
+        self.chunks: ChunkedDecoder | None = None  # the core's decoder of a chunked body
+        self.left = 0  # bytes still due of a Content-Length body
         self.body: list[bytes] = []
         self.buffered = 0  # decoded bytes in ``body``
         self.received = 0  # decoded bytes handed out or buffered
@@ -200,9 +198,8 @@ class Connection(asyncio.Protocol):
         """Write one request and expect its response."""
         assert self.transport is not None and self.state == IDLE
         self.state = HEAD
-        self.phase = _SIZE
         self.head.clear()
-        self.pending = b""
+        self.chunks = None
         self.left = self.buffered = self.received = 0
         self.body = []
         self.response = self.decoder = None
@@ -287,6 +284,7 @@ class Connection(asyncio.Protocol):
         if coding is not None:
             if coding.lower().rsplit(",", 1)[-1].strip() == "chunked":
                 self.state = CHUNKED
+                self.chunks = ChunkedDecoder()
             else:
                 self.state, self.keep_alive = UNTIL_CLOSE, False
             return
@@ -341,64 +339,34 @@ class Connection(asyncio.Protocol):
         self._finish()
 
     def _chunked(self, data: bytes) -> None:
-        if self.pending:
-            data = self.pending + data
-            self.pending = b""
-        pos, end, left, phase = 0, len(data), self.left, self.phase
-        while pos < end:
-            if phase == _DATA:
-                stop = pos + left
-                if stop >= end:
-                    self._put(data[pos:] if pos else data)
-                    left -= end - pos
-                    pos = end
-                    if left:
-                        break
-                else:
-                    self._put(data[pos:stop])
-                    pos, left = stop, 0
-                phase = _CRLF
-                continue
-            if phase == _CRLF:
-                if end - pos < 2:
-                    self.pending = data[pos:]
-                    break
-                if data[pos : pos + 2] != b"\r\n":
-                    raise HttpProtocolError(
-                        f"a chunk of the body does not end with CRLF (after {self.received} bytes)"
-                    )
-                pos += 2
-                phase = _SIZE
-                continue
-            nl = data.find(b"\r\n", pos)
-            if nl < 0:
-                if end - pos > MAX_LINE:
-                    raise HttpProtocolError(f"a chunk-size line is over {MAX_LINE} bytes")
-                self.pending = data[pos:]
-                break
-            line = data[pos:nl]
-            pos = nl + 2
-            if phase == _TRAILER:
-                if not line:
-                    self._finish()
-                    if pos < end:
-                        self.keep_alive = False  # bytes beyond the body
-                    break
-                continue  # a trailer field: read and dropped
-            size = line.partition(b";")[0].rstrip(b" \t")
-            if not size or size.strip(_HEX):
-                raise HttpProtocolError(
-                    f"a chunk-size line is not hexadecimal: {line[:40]!r} "
-                    f"(after {self.received} bytes of the body)"
-                )
-            left = int(size, 16)
-            phase = _DATA if left else _TRAILER
-        self.left, self.phase = left, phase
+        chunks = self.chunks
+        assert chunks is not None
+        payload = chunks.decode(data)  # the core's decoder: one pass, one copy
+        if payload:
+            self._put(payload)
+        if chunks.done:
+            self._finish()
+            if chunks.beyond:
+                self.keep_alive = False  # bytes beyond the body
+        elif chunks.error is not None:
+            kind, line = chunks.error
+            raise HttpProtocolError(_chunk_error(kind, line, self.received))
 
     def _fail(self, exc: BaseException) -> None:
         if self.error is None:
             self.error = exc
         self.keep_alive = False
+
+
+def _chunk_error(kind: str, line: bytes, received: int) -> str:
+    where = f"(after {received} bytes of the body)"
+    if kind == "not-hex":
+        return f"a chunk-size line is not hexadecimal: {line[:40]!r} {where}"
+    if kind == "too-large":
+        return f"a chunk size has more than 15 hex digits: {line[:40]!r} {where}"
+    if kind == "line-too-long":
+        return f"a chunk-size line is over {MAX_LINE} bytes {where}"
+    return f"a chunk of the body does not end with CRLF {where}"
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
