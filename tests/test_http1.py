@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import random
 import zlib
 from typing import Any
 
@@ -225,3 +226,37 @@ def test_h8_reading_pauses_above_the_high_water_mark_and_resumes_when_taken() ->
     assert sock.paused == 1
     assert len(conn.take()) == HIGH_WATER + 2
     assert (sock.paused, sock.resumed) == (1, 1)
+
+
+def outcome(wire: bytes, cuts: list[int]) -> tuple[bytes, str | None, bool]:
+    conn, _ = connection()
+    got, prev = b"", 0
+    for end in [*sorted(cuts), len(wire)]:
+        conn.data_received(wire[prev:end])
+        prev = end
+        if conn.body:
+            got += conn.take()
+        if conn.error is not None:
+            break
+    return got, None if conn.error is None else str(conn.error), conn.done
+
+
+def test_h8_hostile_bytes_give_a_protocol_error_or_a_body_and_any_split_gives_the_same() -> None:
+    # Random responses from a small alphabet of framing bytes: the protocol never raises
+    # out of data_received, and how the reads split the bytes changes nothing.
+    rng = random.Random(8)
+    alphabet = [b"\r\n", b"\r", b"\n", b":", b";", b" ", b"0", b"5", b"a", b"z", b"x" * 7]
+    heads = [
+        HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
+        HEAD + b"Content-Length: 9\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n",
+        b"",
+    ]
+    for _ in range(1500):
+        wire = rng.choice(heads) + b"".join(rng.choices(alphabet, k=rng.randrange(40)))
+        whole = outcome(wire, [])
+        cuts = [rng.randrange(len(wire) + 1) for _ in range(rng.randrange(5))]
+        got, error, done = outcome(wire, cuts)
+        assert (got, error is None, done) == (whole[0], whole[1] is None, whole[2]), wire
+        if error is not None:
+            assert error == whole[1], wire

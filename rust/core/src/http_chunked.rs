@@ -166,6 +166,57 @@ impl ChunkedDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Decode `input` cut at `cuts`; the payload, the bytes used, and the error if any.
+    fn decode_cut(input: &[u8], cuts: &[usize]) -> (Vec<u8>, usize, Option<ChunkedError>) {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+        points.sort_unstable();
+        let mut d = ChunkedDecoder::new();
+        let mut out = Vec::new();
+        let (mut prev, mut used) = (0, 0);
+        for end in points.into_iter().chain([input.len()]) {
+            match d.decode(&input[prev..end], &mut out) {
+                Ok(n) => used += n,
+                Err(e) => return (out, used, Some(e)),
+            }
+            prev = end;
+        }
+        (out, used, None)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn h8_valid_bodies_decode_the_same_in_any_split(
+            body in prop::collection::vec(any::<u8>(), 0..600),
+            size in 1usize..80,
+            cuts in prop::collection::vec(any::<usize>(), 0..8),
+        ) {
+            let framed = wire(&body, size);
+            let (out, used, error) = decode_cut(&framed, &cuts);
+            prop_assert_eq!(error, None);
+            prop_assert_eq!(out, body);
+            prop_assert_eq!(used, framed.len() - 4);
+        }
+
+        #[test]
+        fn h8_arbitrary_bytes_never_panic_and_split_alike(
+            input in prop::collection::vec(
+                prop_oneof![Just(b'\r'), Just(b'\n'), Just(b';'), Just(b'0'), Just(b'a'), any::<u8>()],
+                0..300,
+            ),
+            cuts in prop::collection::vec(any::<usize>(), 0..8),
+        ) {
+            let whole = decode_cut(&input, &[]);
+            let (out, _, error) = decode_cut(&input, &cuts);
+            prop_assert!(out.len() <= input.len());
+            // Where a split decodes to the end, so does the whole; an error is the same error.
+            prop_assert_eq!(error, whole.2);
+            prop_assert_eq!(out, whole.0);
+        }
+    }
 
     fn wire(body: &[u8], size: usize) -> Vec<u8> {
         let mut out = Vec::new();
