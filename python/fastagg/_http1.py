@@ -51,6 +51,9 @@ class Headers(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self._items[key.lower()]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._items.get(key.lower(), default)
+
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key.lower() in self._items
 
@@ -66,22 +69,27 @@ class Headers(Mapping[str, str]):
 
 def parse_head(raw: bytes) -> tuple[int, str, Headers, bool]:
     """Status, reason, headers and "HTTP/1.1" of one response head (without its blank line)."""
-    lines = raw.split(b"\r\n")
-    version, _, rest = lines[0].partition(b" ")
-    code, _, reason = rest.partition(b" ")
-    if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
+    text = raw.decode("latin-1")  # one decode for the head; header bytes are latin-1
+    first, _, rest = text.partition("\r\n")
+    version, _, status = first.partition(" ")
+    code, _, reason = status.partition(" ")
+    if version not in ("HTTP/1.1", "HTTP/1.0") or len(code) != 3 or not code.isdigit():
+        shown = first[:80].encode("latin-1")
         raise HttpProtocolError(
-            f"the response does not start with an HTTP/1.x status line: {lines[0][:80]!r}"
+            f"the response does not start with an HTTP/1.x status line: {shown!r}"
         )
     items: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name != name.strip() or line[:1] in (b" ", b"\t"):
-            raise HttpProtocolError(f"a response header line is malformed: {line[:80]!r}")
-        key = name.decode("latin-1").lower()
-        text = value.strip(b" \t").decode("latin-1")
-        items[key] = f"{items[key]}, {text}" if key in items else text
-    return int(code), reason.decode("latin-1"), Headers(items), version == b"HTTP/1.1"
+    for line in rest.split("\r\n") if rest else ():
+        name, colon, value = line.partition(":")
+        # No name, a space before the colon, or a line folded onto the previous one.
+        if not colon or not name or name[0] in " \t" or name[-1] in " \t":
+            raise HttpProtocolError(
+                f"a response header line is malformed: {line[:80].encode('latin-1')!r}"
+            )
+        key = name.lower()
+        value = value.strip(" \t")
+        items[key] = f"{items[key]}, {value}" if key in items else value
+    return int(code), reason, Headers(items), version == "HTTP/1.1"
 
 
 def _decoder(headers: Headers) -> Any:
