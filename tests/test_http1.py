@@ -260,3 +260,14 @@ def test_h8_hostile_bytes_give_a_protocol_error_or_a_body_and_any_split_gives_th
         assert (got, error is None, done) == (whole[0], whole[1] is None, whole[2]), wire
         if error is not None:
             assert error == whole[1], wire
+
+
+def test_h8_a_decompression_bomb_is_refused_before_it_is_inflated() -> None:
+    bomb = gzip.compress(b"\0" * (64 << 20))  # 64 MiB of zeros in ~64 KiB
+    wire = HEAD + b"Content-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb) + bomb
+    conn, _ = connection()
+    conn.data_received(wire)
+    assert isinstance(conn.error, HttpProtocolError)
+    assert "expands more than 200x its size" in str(conn.error)
+    # What was handed out is bounded by the compressed bytes seen (200x, plus 1 MiB).
+    assert conn.received <= 200 * len(bomb) + HIGH_WATER

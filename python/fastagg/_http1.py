@@ -26,6 +26,7 @@ __all__ = ["Connection", "Headers", "HttpProtocolError", "IncompleteBody"]
 MAX_HEAD = 64 * 1024  # status line and headers of one response
 MAX_LINE = 4096  # one chunk-size or trailer line (the core's http_chunked::MAX_LINE)
 HIGH_WATER = 1 << 20  # unread body bytes at which reading pauses
+MAX_EXPANSION = 200  # decompressed ÷ compressed bytes of a gzip or deflate body, at most
 
 # What the connection is reading (``Connection.state``).
 IDLE, HEAD, CHUNKED, LENGTH, UNTIL_CLOSE, DONE = range(6)
@@ -127,7 +128,9 @@ class Connection(asyncio.Protocol):
         self.received = 0  # decoded bytes handed out or buffered
         self.response: tuple[int, str, Headers] | None = None
         self.decoder: Any = None
-        self.keep_alive = False
+        self.compressed = self.inflated = (
+            0  # bytes into and out of the decoder        self.keep_alive = False
+        )
         self.done = False
         self.error: BaseException | None = None
         self.lost = False
@@ -211,6 +214,7 @@ class Connection(asyncio.Protocol):
         self.left = self.buffered = self.received = 0
         self.body = []
         self.response = self.decoder = None
+        self.compressed = self.inflated = 0
         self.done = self.got_bytes = False
         self.transport.write(request)
 
@@ -315,15 +319,29 @@ class Connection(asyncio.Protocol):
 
     def _put(self, piece: bytes) -> None:
         if self.decoder is not None:
-            try:
-                piece = self.decoder.decompress(piece)
-            except zlib.error as exc:
-                raise HttpProtocolError(f"the compressed body is corrupt: {exc}") from None
+            piece = self._inflate(piece)
             if not piece:
                 return
         self.body.append(piece)
         self.buffered += len(piece)
         self.received += len(piece)
+
+    def _inflate(self, piece: bytes) -> bytes:
+        """Decompressed ``piece``, never more than MAX_EXPANSION times the compressed
+        bytes so far (plus 1 MiB): a decompression bomb is an error, not a memory spike."""
+        self.compressed += len(piece)
+        room = MAX_EXPANSION * self.compressed + HIGH_WATER - self.inflated
+        try:
+            out: bytes = self.decoder.decompress(piece, max(room, 1))
+        except zlib.error as exc:
+            raise HttpProtocolError(f"the compressed body is corrupt: {exc}") from None
+        self.inflated += len(out)
+        if self.decoder.unconsumed_tail:
+            raise HttpProtocolError(
+                f"the compressed body expands more than {MAX_EXPANSION}x its size "
+                f"(after {self.received + len(out)} bytes): refused as a decompression bomb"
+            )
+        return out
 
     def _finish(self) -> None:
         if self.decoder is not None:
