@@ -29,7 +29,7 @@ CONNECT_TIMEOUT = 30.0
 POOL_TIMEOUT = 60.0
 WRITE_TIMEOUT = 60.0
 MAX_CONNECTIONS = 100
-MAX_IDLE = 20  # kept alive per origin
+MAX_IDLE = MAX_CONNECTIONS  # kept alive per origin: a whole burst, as aiohttp does
 USER_AGENT = f"fastagg/{__version__}"
 
 Origin = tuple[str, str, int]  # scheme, host, port
@@ -43,8 +43,8 @@ class AsyncioTransport:
 
     Each socket read is one ``data_received`` call that frames the body and
     wakes the reader; chunks are handed out whole, as aiohttp's ``readany()``
-    does (H6). Up to 100 connections, HTTP/1.1 keep-alive (20 idle per
-    origin), the system's TLS trust store (or ``ssl_context``). It asks for
+    does (H6). Up to 100 connections, HTTP/1.1 keep-alive (all of them may
+    stay idle, so a burst of streams finds its connections again), the system's TLS trust store (or ``ssl_context``). It asks for
     ``Accept-Encoding: identity`` and still decodes gzip or deflate if a
     server sends them. A request whose URL the environment routes through a
     proxy (read once, when the transport is made, as the other transports
