@@ -3,32 +3,25 @@ on aiohttp, httpx and fastagg's own HTTP/1.1 client."""
 
 from __future__ import annotations
 
-from .errors import ProviderError
+from .errors import ProviderError, ProviderErrorKind
 
 __all__ = ["BEFORE", "connection_error", "during", "timeout_error"]
 
 
 # H5: the same error kinds and message shape on every transport
-def timeout_error(exc: BaseException, where: str) -> ProviderError:
+def _error(
+    exc: BaseException, where: str, verb: str, code: str, kind: ProviderErrorKind
+) -> ProviderError:
     name = type(exc).__name__
-    return ProviderError(
-        None,
-        "DEADLINE_EXCEEDED",
-        f"timed out {where}: {name}: {str(exc) or name}",
-        True,
-        kind="timeout",
-    )
+    return ProviderError(None, code, f"{verb} {where}: {name}: {str(exc) or name}", True, kind=kind)
+
+
+def timeout_error(exc: BaseException, where: str) -> ProviderError:
+    return _error(exc, where, "timed out", "DEADLINE_EXCEEDED", "timeout")
 
 
 def connection_error(exc: BaseException, where: str) -> ProviderError:
-    name = type(exc).__name__
-    return ProviderError(
-        None,
-        "CONNECTION",
-        f"connection failed {where}: {name}: {str(exc) or name}",
-        True,
-        kind="connection",
-    )
+    return _error(exc, where, "connection failed", "CONNECTION", "connection")
 
 
 BEFORE = "before the response started"
