@@ -271,3 +271,10 @@ def test_h8_a_decompression_bomb_is_refused_before_it_is_inflated() -> None:
     assert "expands more than 200x its size" in str(conn.error)
     # What was handed out is bounded by the compressed bytes seen (200x, plus 1 MiB).
     assert conn.received <= 200 * len(bomb) + HIGH_WATER
+
+
+def test_h8_a_new_connection_is_not_reusable_before_any_response() -> None:
+    loop = asyncio.new_event_loop()
+    conn = Connection(loop)
+    loop.close()
+    assert (conn.keep_alive, conn.done, conn.reusable()) == (False, False, False)

@@ -128,9 +128,8 @@ class Connection(asyncio.Protocol):
         self.received = 0  # decoded bytes handed out or buffered
         self.response: tuple[int, str, Headers] | None = None
         self.decoder: Any = None
-        self.compressed = self.inflated = (
-            0  # bytes into and out of the decoder        self.keep_alive = False
-        )
+        self.compressed = self.inflated = 0  # bytes into and out of the decoder
+        self.keep_alive = False
         self.done = False
         self.error: BaseException | None = None
         self.lost = False
