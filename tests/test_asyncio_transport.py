@@ -203,3 +203,14 @@ async def test_h8_every_connection_of_a_burst_is_kept_alive_for_the_next() -> No
             bodies = await asyncio.gather(*(read_all(client) for _ in range(30)))
             assert bodies == [BODY] * 30
     assert connections == [2] * 30
+
+
+def test_h8_proxy_lookups_are_kept_per_origin_not_per_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Resume URLs carry ids: a cache per URL would grow with every request.
+    monkeypatch.setenv("https_proxy", "http://proxy.invalid:3128")
+    monkeypatch.setenv("no_proxy", "gemini.internal")
+    transport = AsyncioTransport()
+    for i in range(50):
+        assert transport._uses_proxy(f"https://api.example/v1beta/interactions/{i}?last=7")
+        assert not transport._uses_proxy(f"https://gemini.internal/v1beta/interactions/{i}")
+    assert transport._proxied == {"https://api.example": True, "https://gemini.internal": False}

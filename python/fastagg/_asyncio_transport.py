@@ -150,15 +150,18 @@ class AsyncioTransport:
         return found
 
     def _uses_proxy(self, url: str) -> bool:
-        proxied = self._proxied.get(url)
+        """Whether the environment's proxies route ``url``; looked up once per origin."""
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]
+        proxied = self._proxied.get(origin)
         if proxied is None:
-            parts = urllib.parse.urlsplit(url)
+            parts = urllib.parse.urlsplit(origin)
             env = self._env_proxies
             bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
             proxied = bool(env.get(parts.scheme) or env.get("all")) and not bypass(
                 parts.hostname or "", env
             )
-            self._proxied[url] = proxied
+            self._proxied[origin] = proxied
         return proxied
 
     def _proxy_transport(self) -> AiohttpTransport:
@@ -252,7 +255,8 @@ class AsyncioTransport:
 
     def _forget(self, conn: Connection) -> None:
         conn.on_idle_lost = None
-        conn.close()
+        if conn.loop is asyncio.get_running_loop():  # an ended loop cannot close it
+            conn.close()
         self._free_slot()
 
     def _discard(self, conn: Connection) -> None:
