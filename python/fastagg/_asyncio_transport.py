@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _transport_errors as errors
 from ._http1 import IDLE, Connection, Headers, HttpProtocolError
+from ._proxies import origin_of, proxy_for
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -151,17 +152,10 @@ class AsyncioTransport:
 
     def _uses_proxy(self, url: str) -> bool:
         """Whether the environment's proxies route ``url``; looked up once per origin."""
-        end = url.find("/", url.find("//") + 2)
-        origin = url if end < 0 else url[:end]
+        origin = origin_of(url)
         proxied = self._proxied.get(origin)
         if proxied is None:
-            parts = urllib.parse.urlsplit(origin)
-            env = self._env_proxies
-            bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-            proxied = bool(env.get(parts.scheme) or env.get("all")) and not bypass(
-                parts.hostname or "", env
-            )
-            self._proxied[origin] = proxied
+            proxied = self._proxied[origin] = proxy_for(self._env_proxies, origin) is not None
         return proxied
 
     def _proxy_transport(self) -> AiohttpTransport:

@@ -29,6 +29,7 @@ import aiohttp
 import httpx
 
 from ._asyncio_transport import AsyncioResponse, AsyncioTransport
+from ._proxies import origin_of, proxy_for
 from ._transport_errors import BEFORE as _BEFORE
 from ._transport_errors import connection_error as _connection_error
 from ._transport_errors import during as _during
@@ -174,19 +175,11 @@ class AiohttpTransport:
 
     def _proxy(self, url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
         """The environment's proxy for ``url`` (and its credentials), once per origin."""
-        end = url.find("/", url.find("//") + 2)
-        origin = url if end < 0 else url[:end]
+        origin = origin_of(url)
         found = self._proxy_for.get(origin)
         if found is None:
-            parts = urllib.parse.urlsplit(origin)
-            env = self._env_proxies
-            proxy = env.get(parts.scheme) or env.get("all")
-            # NO_PROXY is read by the stdlib's own rules (not in typeshed).
-            bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-            if proxy is None or bypass(parts.hostname or "", env):
-                found = (None, None)
-            else:
-                found = _split_credentials(proxy if "://" in proxy else f"http://{proxy}")
+            proxy = proxy_for(self._env_proxies, origin)
+            found = (None, None) if proxy is None else _split_credentials(proxy)
             self._proxy_for[origin] = found
         return found
 
