@@ -16,9 +16,10 @@ import urllib.request
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _transport_errors as errors
+from . import _transport_shared as errors
 from ._http1 import IDLE, Connection, Headers, HttpProtocolError
 from ._proxies import origin_of, proxy_for
+from ._transport_shared import CONNECT_TIMEOUT, MAX_CONNECTIONS, POOL_TIMEOUT, WRITE_TIMEOUT
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -26,10 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncioResponse", "AsyncioTransport"]
 
-CONNECT_TIMEOUT = 30.0
-POOL_TIMEOUT = 60.0
-WRITE_TIMEOUT = 60.0
-MAX_CONNECTIONS = 100
 MAX_IDLE = MAX_CONNECTIONS  # kept alive per origin: a whole burst, as aiohttp does
 USER_AGENT = f"fastagg/{__version__}"
 

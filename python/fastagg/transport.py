@@ -30,10 +30,11 @@ import httpx
 
 from ._asyncio_transport import AsyncioResponse, AsyncioTransport
 from ._proxies import origin_of, proxy_for
-from ._transport_errors import BEFORE as _BEFORE
-from ._transport_errors import connection_error as _connection_error
-from ._transport_errors import during as _during
-from ._transport_errors import timeout_error as _timeout_error
+from ._transport_shared import BEFORE as _BEFORE
+from ._transport_shared import CONNECT_TIMEOUT, MAX_CONNECTIONS, POOL_TIMEOUT, WRITE_TIMEOUT
+from ._transport_shared import connection_error as _connection_error
+from ._transport_shared import during as _during
+from ._transport_shared import timeout_error as _timeout_error
 
 __all__ = [
     "AiohttpTransport",
@@ -45,13 +46,7 @@ __all__ = [
     "make_transport",
 ]
 
-# Without a per-request timeout, connecting is bounded and reading is not:
-# a thinking model may be silent for minutes, and the turn loop owns the clocks (H1).
-CONNECT_TIMEOUT = 30.0
-POOL_TIMEOUT = 60.0
-WRITE_TIMEOUT = 60.0
-MAX_CONNECTIONS = 100
-MAX_KEEPALIVE = 20
+MAX_KEEPALIVE = 20  # httpx's idle connections
 
 
 @runtime_checkable

@@ -1,11 +1,28 @@
-"""The error shapes every transport raises (H5): the same kinds and message
-on aiohttp, httpx and fastagg's own HTTP/1.1 client."""
+"""What every transport shares: the default limits (H1) and the error shapes
+(H5), the same kinds and message on aiohttp, httpx and fastagg's own HTTP/1.1
+client."""
 
 from __future__ import annotations
 
 from .errors import ProviderError, ProviderErrorKind
 
-__all__ = ["BEFORE", "connection_error", "during", "timeout_error"]
+__all__ = [
+    "BEFORE",
+    "CONNECT_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "POOL_TIMEOUT",
+    "WRITE_TIMEOUT",
+    "connection_error",
+    "during",
+    "timeout_error",
+]
+
+# Without a per-request timeout, connecting is bounded and reading is not:
+# a thinking model may be silent for minutes, and the turn loop owns the clocks (H1).
+CONNECT_TIMEOUT = 30.0
+POOL_TIMEOUT = 60.0
+WRITE_TIMEOUT = 60.0
+MAX_CONNECTIONS = 100
 
 
 # H5: the same error kinds and message shape on every transport
