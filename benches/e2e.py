@@ -14,6 +14,9 @@ threads) per event received:
 - ``raw/<t>``: the transport alone reads the body (no aggregation);
 - ``floor/asyncio Protocol`` (:class:`ProtocolFloor`, in the transport
   target's pairs only): the event loop and the kernel alone, per read;
+- ``floor + wake`` (:class:`WakingFloor`, same pairs): that floor waking a
+  waiting task on every read, as any pull-style reader must (a future set,
+  the loop's handle, the task's step), and still parsing nothing;
 - ``fastagg/<t>``: ``GeminiClient(transport=t).stream()`` and
   ``StreamAggregator.feed()`` per chunk, then ``close()`` and ``.parts``;
 - ``google-genai``: ``client.aio.models.generate_content_stream`` (its own
@@ -241,16 +244,33 @@ class FastaggContender(Contender):
 
 class _Counting(asyncio.Protocol):
     """Reads the socket and parses nothing: it only watches for the body's
-    last chunk (``0\\r\\n\\r\\n``, which may arrive split across reads)."""
+    last chunk (``0\\r\\n\\r\\n``, which may arrive split across reads),
+    and counts the reads."""
 
     def __init__(self) -> None:
         self.tail = b""
+        self.reads = 0
         self.done: asyncio.Future[None] | None = None
 
     def data_received(self, data: bytes) -> None:
+        self.reads += 1
         self.tail = (self.tail + data[-5:])[-5:]
         if self.tail == b"0\r\n\r\n" and self.done is not None and not self.done.done():
             self.done.set_result(None)
+
+
+class _Waking(_Counting):
+    """:class:`_Counting` that also wakes the task waiting in ``waiter`` on every read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
 
 class ProtocolFloor(Contender):
@@ -261,21 +281,47 @@ class ProtocolFloor(Contender):
     cost per read; the ``plain`` server only."""
 
     name = "floor/asyncio Protocol"
+    protocol: Callable[[], _Counting] = _Counting
 
     async def open(self, url: str) -> None:
         host, port = url.removeprefix("http://").rsplit(":", 1)
         loop = asyncio.get_running_loop()
-        self.sock, self.proto = await loop.create_connection(_Counting, host, int(port))
+        self.sock, self.proto = await loop.create_connection(self.protocol, host, int(port))
 
     async def one(self, stream: corpus.Stream) -> None:
-        body = orjson.dumps(_request(stream.name))
         self.proto.tail = b""
         self.proto.done = asyncio.get_running_loop().create_future()
-        self.sock.write(b"POST / HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        self._write(stream)
         await self.proto.done
+
+    def _write(self, stream: corpus.Stream) -> None:
+        body = orjson.dumps(_request(stream.name))
+        self.sock.write(b"POST / HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 
     async def close(self) -> None:
         self.sock.close()
+
+
+class WakingFloor(ProtocolFloor):
+    """:class:`ProtocolFloor` with a reader: the task running :meth:`one` waits
+    for every read and is woken by it, as the reader of any pull-style stack
+    is (``async for chunk in body``), and the bytes are still not parsed.
+    Against :class:`ProtocolFloor`, what waking a task per read costs."""
+
+    name = "floor + wake"
+    protocol: Callable[[], _Counting] = _Waking
+
+    async def one(self, stream: corpus.Stream) -> None:
+        proto = self.proto
+        assert isinstance(proto, _Waking)
+        loop = asyncio.get_running_loop()
+        proto.tail = b""
+        proto.done = loop.create_future()
+        self._write(stream)
+        while not proto.done.done():
+            proto.waiter = loop.create_future()
+            await proto.waiter
+            proto.waiter = None
 
 
 class GenaiContender(Contender):
@@ -398,42 +444,82 @@ async def _paired_ratio(
     """Per event, ``many`` streams at once ÷ one stream at a time: the median
     over ``pairs`` measurements taken back to back (the pool is warm by
     then), so that the machine's drift between two cells measured minutes
-    apart does not decide the target."""
+    apart does not decide the target; the order within a pair alternates, so
+    that a drift within one does not lean every pair the same way."""
     ratios = []
-    for _ in range(pairs):
-        one = await _cpu_per_event(contender, stream, 1, events, 1, warm=False)
-        lots = await _cpu_per_event(contender, stream, many, events, 1, warm=False)
-        ratios.append(lots / one)
+    for i in range(pairs):
+        sizes = (1, many) if i % 2 == 0 else (many, 1)  # K6
+        cost = {c: await _cpu_per_event(contender, stream, c, events, 1, warm=False) for c in sizes}
+        ratios.append(cost[many] / cost[1])
     return statistics.median(ratios)
 
 
+@dataclass(frozen=True)
+class TransportPairs:
+    """The transport target's pairs for one stream (medians over the pairs)."""
+
+    raw: float  # the default transport alone ÷ the aggregation alone
+    floor: float  # the bare Protocol ÷ the aggregation
+    woken: float  # the bare Protocol waking a task per read ÷ the aggregation
+    floor_reads: float  # socket reads per stream of the bare Protocol
+    woken_reads: float  # the same, waking a task per read
+
+
 async def _paired_transport(
-    raw: Contender, floor: Contender, stream: corpus.Stream, events: int, pairs: int
-) -> tuple[float, float]:
-    """Per event, the transport alone (``raw``, 1 at once) ÷ the aggregation alone
-    (in process), and the same for the asyncio floor (``floor``): the medians over
-    ``pairs`` measurements taken back to back, as :func:`_paired_ratio` does, so
-    that the drift between a cell measured here and the in-process column
-    measured minutes later does not decide the target."""
-    ratios, floors = [], []
-    for _ in range(pairs):
-        read = await _cpu_per_event(raw, stream, 1, events, 1, warm=False)
-        bare = await _cpu_per_event(floor, stream, 1, events, 1)
+    raw: Contender,
+    floor: ProtocolFloor,
+    woken: WakingFloor,
+    stream: corpus.Stream,
+    events: int,
+    pairs: int,
+) -> TransportPairs:
+    """Per event, the transport alone (``raw``, 1 at once), the asyncio floor
+    (``floor``) and the floor that wakes a task per read (``woken``), each ÷
+    the aggregation alone (in process): the medians over ``pairs`` measurements
+    taken back to back, as :func:`_paired_ratio` does (the order alternating),
+    so that the drift between a cell measured here and the in-process column
+    measured minutes later does not decide the target. With the reads per
+    stream of the two floors: how a body splits into socket reads depends on
+    how soon the reader is back at the socket."""
+    samples: dict[str, list[float]] = {"raw": [], "floor": [], "woken": []}
+    for i in range(pairs):
+        order: list[tuple[str, Contender]] = [("raw", raw), ("floor", floor), ("woken", woken)]
+        cost = {}
+        for label, contender in order if i % 2 == 0 else order[::-1]:
+            cost[label] = await _cpu_per_event(contender, stream, 1, events, 1, warm=False)
         agg = _in_process(stream, 1)
-        ratios.append(read / agg)
-        floors.append(bare / agg)
-    return statistics.median(ratios), statistics.median(floors)
+        for label, value in cost.items():
+            samples[label].append(value / agg)
+    return TransportPairs(
+        *(statistics.median(samples[k]) for k in ("raw", "floor", "woken")),
+        await _reads_per_stream(floor, stream),
+        await _reads_per_stream(woken, stream),
+    )
+
+
+async def _reads_per_stream(floor: ProtocolFloor, stream: corpus.Stream, n: int = 20) -> float:
+    proto = floor.proto
+    assert isinstance(proto, _Counting)
+    proto.reads = 0
+    for _ in range(n):
+        await floor.one(stream)
+    return proto.reads / n
 
 
 async def _paired_sdk(
     sdk: Contender, ours: Contender, stream: corpus.Stream, plan: Plan, pairs: int
 ) -> float:
     """Per event, ``sdk`` ÷ ``ours`` (1 at once each): the median over ``pairs``
-    measurements taken back to back, as :func:`_paired_ratio` does."""
+    measurements taken back to back, as :func:`_paired_ratio` does (the order
+    alternating)."""
     ratios = []
-    for _ in range(pairs):
-        mine = await _cpu_per_event(ours, stream, 1, plan.fast_events, 1)
-        theirs = await _cpu_per_event(sdk, stream, 1, plan.slow_events, 1)
+    for i in range(pairs):
+        if i % 2:
+            theirs = await _cpu_per_event(sdk, stream, 1, plan.slow_events, 1)
+            mine = await _cpu_per_event(ours, stream, 1, plan.fast_events, 1)
+        else:
+            mine = await _cpu_per_event(ours, stream, 1, plan.fast_events, 1)
+            theirs = await _cpu_per_event(sdk, stream, 1, plan.slow_events, 1)
         ratios.append(theirs / mine)
     return statistics.median(ratios)
 
@@ -457,15 +543,14 @@ Key = tuple[str, str, int, str]  # server, stream, concurrency, contender
 
 
 # Frames per chunk by transport, ways of reading by concurrency, the paired
-# concurrency ratio of fastagg/aiohttp on the `plain` server by stream, the
-# paired transport ÷ aggregation ratios of raw/aiohttp and of the asyncio
-# floor (ProtocolFloor) there by stream, and the
-# paired google-genai + ADK ÷ fastagg/aiohttp ratio there by stream.
+# concurrency ratio of OURS on the `plain` server by stream, the paired
+# transport ratios of RAW and of the two asyncio floors there by stream, and
+# the paired google-genai + ADK ÷ OURS ratio there by stream.
 Details = tuple[
     dict[str, tuple[int, int]],
     dict[int, dict[str, float]],
     dict[str, float],
-    dict[str, tuple[float, float]],
+    dict[str, TransportPairs],
     dict[str, float],
 ]
 
@@ -504,7 +589,7 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float], Detai
     results: dict[Key, float | str] = {}
     details: Details = ({}, {}, {}, {}, {})
     paired: dict[str, float] = {}
-    transport: dict[str, tuple[float, float]] = {}
+    transport: dict[str, TransportPairs] = {}
     adk_pairs: dict[str, float] = {}
     for kind in plan.servers:
         with Server(kind, plan.scale) as server:
@@ -518,12 +603,19 @@ def measure(plan: Plan) -> tuple[dict[Key, float | str], dict[str, float], Detai
                                 contender, stream, c, plan.fast_events, plan.reps
                             )
                         if kind == "plain" and contender.name == RAW and not plan.quick:
-                            floor = ProtocolFloor()
+                            floor, woken = ProtocolFloor(), WakingFloor()
                             await floor.open(url)
+                            await woken.open(url)
                             transport[name] = await _paired_transport(
-                                contender, floor, stream, plan.fast_events, 2 * plan.reps + 1
+                                contender,
+                                floor,
+                                woken,
+                                stream,
+                                plan.fast_events,
+                                2 * plan.reps + 1,
                             )
                             await floor.close()
+                            await woken.close()
                         if kind == "plain" and contender.name == OURS:
                             paired[name] = await _paired_ratio(
                                 contender,
@@ -820,12 +912,13 @@ def e2e_markdown(quick: bool) -> str:
             elif isinstance(adk, str):
                 lines.append(f"| ≥ {need}x google-genai + ADK | `{name}` | - ({adk}) | - |")
             if name in transport_pairs:
-                over, bare = transport_pairs[name]
+                t = transport_pairs[name]
                 lines.append(
-                    f"| transport ≤ 1x the aggregation | `{name}` | {over:.2f}x "
+                    f"| transport ≤ 1x the aggregation | `{name}` | {t.raw:.2f}x "
                     f"(median of {2 * plan.reps + 1} back-to-back pairs; the cells: "
-                    f"{transport('plain', name, 1)}; the asyncio floor in the same pairs: "
-                    f"{bare:.2f}x) | {'yes' if over <= 1 else f'no ({over:.2f}x)'} |"
+                    f"{transport('plain', name, 1)}; in the same pairs the asyncio floor "
+                    f"{t.floor:.2f}x, and {t.woken:.2f}x waking a task per read) | "
+                    f"{'yes' if t.raw <= 1 else f'no ({t.raw:.2f}x)'} |"
                 )
             top = max(plan.concurrency)
             if name in paired:
@@ -843,8 +936,23 @@ def e2e_markdown(quick: bool) -> str:
                 "what the event loop and the kernel alone cost per read (`epoll_wait`, "
                 "`recv`, the loop's own Python). Any asyncio transport costs at least that; "
                 "where the floor is near 1x the aggregation, the target is out of reach of "
-                "any HTTP stack on this event loop.",
+                "any HTTP stack on this event loop. The second floor is the same Protocol "
+                "waking a waiting task on every read, as the reader of any pull-style "
+                "stack (`async for chunk in body`) is woken, still parsing nothing: what "
+                "the wake alone adds (the future, the loop's handle, the task's step). "
+                "It also changes how a body splits into reads: the woken task keeps the "
+                "loop busy, so it is back at the socket sooner and takes smaller pieces. "
+                "Socket reads per stream (medians of 20 streams):",
+                "",
+                "| stream | body bytes | 4 KiB writes | reads, bare floor | reads, floor + wake |",
+                "|---|---:|---:|---:|---:|",
             ]
+            for name, t in transport_pairs.items():
+                size = len(streams[name].body)
+                lines.append(
+                    f"| {name} | {size:,} | {math.ceil(size / WRITE)} | "
+                    f"{t.floor_reads:.1f} | {t.woken_reads:.1f} |"
+                )
     lines.append("")
     # per-chunk work and read strategies
     text = _text_of(streams)

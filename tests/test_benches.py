@@ -113,6 +113,19 @@ def test_k5_quick_run_exits_zero_shows_progress_and_judges_no_target(tmp_path: P
     assert "[bench] section: Agent-loop cost" in proc.stderr
 
 
+def test_k6_giant_rows_time_fresh_pages_in_a_process_with_the_mmap_threshold_fixed() -> None:
+    # K6: the giant rows' linearity is judged where glibc cannot hand one repetition's freed
+    # `str` to the next from its heap: the worker runs the same feed, with the threshold set.
+    body = corpus.giant_arg(0.2)
+    agg = fastagg.StreamAggregator(deltas=False)
+    for chunk in corpus.split(body):
+        agg.feed(chunk)
+    expected = len(agg.close().parts)
+    result = report._fresh_pages(body, 2)
+    assert (result["parts"], result["threshold"]) == (expected, "131072")
+    assert result["seconds"] > 0
+
+
 def test_r7_builder_section_times_every_contender_on_the_kept_parts() -> None:
     _, settings = report.parse_args(["--quick", "--streams", "tool_parallel"])
     texts = builder.part_texts(corpus.build("tool_parallel", scale=settings.scale))
@@ -202,3 +215,61 @@ def test_e2e_protocol_floor_reads_a_whole_body_over_keep_alive() -> None:
             return last
 
         assert asyncio.run(run()) == b"0\r\n\r\n"  # the terminating chunk of the third body
+
+
+def test_e2e_waking_floor_wakes_its_reader_on_every_read_and_counts_them() -> None:
+    # The second floor of the transport target: the same bare Protocol, with the reading
+    # task waiting on every socket read and woken by it; both floors count their reads
+    # (the report's reads table).
+    stream = corpus.build("text", scale=0.01)
+    with e2e.Server("plain", 0.01) as server:
+
+        async def run() -> tuple[bytes, int, int, float]:
+            woken = e2e.WakingFloor()
+            await woken.open(server.url)
+            proto = woken.proto
+            assert isinstance(proto, e2e._Waking)
+            wakes = 0
+            read = proto.data_received
+
+            def counted(data: bytes) -> None:
+                nonlocal wakes
+                waiting = proto.waiter is not None and not proto.waiter.done()
+                read(data)
+                wakes += waiting and proto.waiter is not None and proto.waiter.done()
+
+            proto.data_received = counted  # type: ignore[method-assign]
+            proto.reads = 0
+            await asyncio.wait_for(woken.one(stream), 30)
+            reads, woke = proto.reads, wakes
+            per_stream = await e2e._reads_per_stream(woken, stream, n=3)
+            await woken.close()
+            return proto.tail, reads, woke, per_stream
+
+        tail, reads, wakes, per_stream = asyncio.run(run())
+        assert tail == b"0\r\n\r\n"  # the body's end was seen
+        assert reads >= 1 and wakes == reads  # every read found the task waiting and woke it
+        assert per_stream >= 1.0
+
+
+def test_k6_e2e_pairs_alternate_their_order() -> None:
+    # K6: a drift within a pair must not lean every pair the same way, so the pairs
+    # measure (1, many), (many, 1), (1, many), ... in turn.
+    class Recorder(e2e.Contender):
+        name = "recorder"
+
+        def __init__(self) -> None:
+            self.batches: list[int] = []
+            self.live = 0
+
+        async def one(self, stream: corpus.Stream) -> None:
+            self.live += 1
+            await asyncio.sleep(0)
+            if self.live:  # the first of a batch records its size
+                self.batches.append(self.live)
+                self.live = 0
+
+    stream = corpus.build("text", scale=0.01)
+    rec = Recorder()
+    asyncio.run(e2e._paired_ratio(rec, stream, 3, stream.events, 4))  # one round each
+    assert rec.batches == [1, 3, 3, 1, 1, 3, 3, 1]

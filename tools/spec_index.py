@@ -30,6 +30,7 @@ CODE_DIRS = [
     ROOT / "rust" / "core" / "src",
     ROOT / "rust" / "python" / "src",
     ROOT / "python" / "fastagg",
+    ROOT / "benches",  # the measurement rules (K6) are implemented there
 ]
 RUST_TEST_DIRS = [
     ROOT / "rust" / "core" / "tests",
