@@ -268,7 +268,8 @@ impl StreamAggregator {
         }
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
-            if let Ok(text) = s.to_str() {
+            if let Ok(text) = crate::encode::str_bytes(s) {
+                // R14: no UTF-8 copy is left on the caller's `str`.
                 deep_safe(|| this.core.feed_event(text.as_bytes(), &mut deltas))
             } else {
                 // Lone surrogates: not UTF-8, reported as such (F8), like bytes would be.

@@ -123,7 +123,7 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     } else if let Ok(b) = obj.cast::<PyBool>() {
         Ok(Value::Bool(b.is_true()))
     } else if let Ok(s) = obj.cast::<PyString>() {
-        Ok(Value::String(s.to_str()?.to_owned()))
+        Ok(Value::String(crate::encode::owned_utf8(s)?)) // R14
     } else if obj.is_instance_of::<PyInt>() {
         if let Ok(i) = obj.extract::<i64>() {
             Ok(Value::from(i))
@@ -141,7 +141,7 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
                 let key = k.cast::<PyString>().map_err(|_| {
                     PyTypeError::new_err("feed_chunk(): a dict key is not a string")
                 })?;
-                map.insert(key.to_str()?.to_owned(), from_py(&v, depth + 1)?);
+                map.insert(crate::encode::owned_utf8(key)?, from_py(&v, depth + 1)?);
             }
             Ok(Value::Object(map))
         })

@@ -77,7 +77,8 @@ impl IxStream {
     ) -> PyResult<Bound<'py, PyList>> {
         let mut deltas = Vec::new();
         let result = if let Ok(s) = payload.cast::<PyString>() {
-            if let Ok(text) = s.to_str() {
+            if let Ok(text) = crate::encode::str_bytes(s) {
+                // R14: no UTF-8 copy is left on the caller's `str`.
                 self.core.feed_event(text.as_bytes(), &mut deltas)
             } else {
                 let raw = s.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;

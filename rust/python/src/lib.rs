@@ -9,6 +9,7 @@ mod convert;
 mod decoder;
 mod deltas;
 mod detach;
+mod encode;
 mod errors;
 mod gc_pause;
 mod handover;
