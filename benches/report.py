@@ -782,7 +782,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("Agent-loop cost", loop_markdown),
             (
                 "feed_chunk() of google-genai objects (integrations G4)",
-                lambda settings: sdk_chunks.sdk_chunks_markdown(settings, _time),
+                sdk_chunks.sdk_chunks_markdown,
             ),
             ("Threads: N threads x M streams (spec/performance.md R3)", threads.threads_markdown),
             ("End to end over loopback", lambda settings: e2e.e2e_markdown(settings.quick)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import subprocess
 import sys
@@ -124,6 +125,21 @@ def test_k6_giant_rows_time_fresh_pages_in_a_process_with_the_mmap_threshold_fix
     result = report._fresh_pages(body, 2)
     assert (result["parts"], result["threshold"]) == (expected, "131072")
     assert result["seconds"] > 0
+
+
+def test_k6_feed_chunk_rows_time_their_contenders_in_turns() -> None:
+    # K6: the join and feed_chunk() take turns in every round, and each ratio is taken
+    # within a round, so that a drift of the machine moves both sides of it alike.
+    from benches import sdk_chunks
+
+    calls: list[str] = []
+    _, settings = report.parse_args(["--quick"])
+    settings = dataclasses.replace(settings, budget=0.0, min_reps=3, max_reps=3)
+    out = sdk_chunks._in_turns(
+        [lambda: calls.append("join"), lambda: calls.append("feed")], settings
+    )
+    assert calls == ["join", "feed"] + ["join", "feed"] * 3  # one sizing run each, then 3 rounds
+    assert len(out) == 2 and out[0][1] == 1.0  # the first is the ratios' base
 
 
 def test_r7_builder_section_times_every_contender_on_the_kept_parts() -> None:
