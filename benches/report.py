@@ -54,7 +54,7 @@ from typing import Any
 
 import fastagg
 
-from . import builder, corpus, e2e, interactions, loop, sdk_chunks, stages, threads
+from . import builder, corpus, e2e, interactions, loop, sdk_chunks, stages, threads, turns
 from . import contenders as C
 from .verdict import judge
 
@@ -160,7 +160,7 @@ def run_table(settings: Settings) -> list[Row]:
                         + _first_difference(expected, parts)
                     )
             del result
-            per_round = max(1, int(settings.budget / settings.max_reps / max(once, 1e-9)))
+            per_round = turns.runs_per_slice(once, settings)
             timed.append((contender, per_round))
         samples = _rounds(prep, timed, settings)
         base = samples["fastagg"]
@@ -188,23 +188,12 @@ def run_table(settings: Settings) -> list[Row]:
 def _rounds(
     prep: C.Prepared, timed: list[tuple[C.Contender, int]], settings: Settings
 ) -> dict[str, list[float]]:
-    """Seconds per run of each contender, one sample per round (see run_table)."""
-    samples: dict[str, list[float]] = {c.name: [] for c, _ in timed}
-    start = time.perf_counter()
-    while True:
-        for contender, per_round in timed:
-            gc.collect()
-            t0 = time.perf_counter()
-            for _ in range(per_round):
-                contender.run(prep)
-            samples[contender.name].append((time.perf_counter() - t0) / per_round)
-        rounds = len(samples[timed[0][0].name])
-        spent = time.perf_counter() - start
-        if rounds >= settings.max_reps:
-            break
-        if rounds >= settings.min_reps and spent >= settings.budget * len(timed):
-            break
-    return samples
+    """Seconds per run of each contender, one sample per round (see run_table; K6)."""
+    samples = turns.in_turns(
+        [(lambda c=contender: c.run(prep), runs) for contender, runs in timed],  # type: ignore[misc]
+        settings,
+    )
+    return {contender.name: mine for (contender, _), mine in zip(timed, samples, strict=True)}
 
 
 def progress(message: str) -> None:

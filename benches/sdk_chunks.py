@@ -15,7 +15,6 @@ path builds them). Timed per stream:
 
 from __future__ import annotations
 
-import gc
 import logging
 import statistics
 import time
@@ -27,7 +26,7 @@ import orjson
 import fastagg
 from fastagg._chunks import _GENAI_LOCAL_FIELDS
 
-from . import corpus
+from . import corpus, turns
 from .verdict import judge
 
 __all__ = ["sdk_chunks_markdown"]
@@ -58,29 +57,14 @@ def _feed(chunks: list[Any], *, dump: bool = False) -> Callable[[], Any]:
 
 def _in_turns(fns: list[Callable[[], Any]], settings: Any) -> list[tuple[float, float]]:
     """K6: (median seconds per run, median ratio to ``fns[0]`` within a round) of each
-    of ``fns``, which take turns in every round, each run as often as fits an equal
-    slice of it: a drift of the machine moves both sides of a ratio alike."""
-    runs = []
+    of ``fns``, which take turns in every round (:func:`turns.in_turns`), each run as
+    often as fits an equal slice of it, sized by one run first."""
+    timed = []
     for fn in fns:
         t0 = time.perf_counter()
         fn()
-        once = time.perf_counter() - t0
-        runs.append(max(1, int(settings.budget / settings.max_reps / max(once, 1e-9))))
-    samples: list[list[float]] = [[] for _ in fns]
-    start = time.perf_counter()
-    while True:
-        for fn, n, out in zip(fns, runs, samples, strict=True):
-            gc.collect()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            out.append((time.perf_counter() - t0) / n)
-        rounds = len(samples[0])
-        if rounds >= settings.max_reps or (
-            rounds >= settings.min_reps
-            and time.perf_counter() - start >= settings.budget * len(fns)
-        ):
-            break
+        timed.append((fn, turns.runs_per_slice(time.perf_counter() - t0, settings)))
+    samples = turns.in_turns(timed, settings)
     base = samples[0]
     return [
         (statistics.median(mine), statistics.median(a / b for a, b in zip(mine, base, strict=True)))
