@@ -29,6 +29,12 @@ Sections of the report:
     against jiter and orjson (``benches/builder.py``).
 12. Where the time goes: each stage of fastagg's job measured on its own
     against the floor (``benches/stages.py``), what limits a missed target.
+13. Missed targets: each target's budget against what no implementation of
+    the contract can cut, the objects ``.parts`` returns (``benches/bounds.py``).
+14. The profile: callgrind's instruction counts of the job on every stream,
+    and what ``deltas=True`` adds (``benches/profile.py``).
+15. Per HTTP chunk: Python allocations and instructions of each transport
+    (``benches/transport_counts.py``).
 """
 
 from __future__ import annotations
@@ -54,7 +60,20 @@ from typing import Any
 
 import fastagg
 
-from . import builder, corpus, e2e, interactions, loop, sdk_chunks, stages, threads, turns
+from . import (
+    bounds,
+    builder,
+    corpus,
+    e2e,
+    interactions,
+    loop,
+    profile,
+    sdk_chunks,
+    stages,
+    threads,
+    transport_counts,
+    turns,
+)
 from . import contenders as C
 from .verdict import judge
 
@@ -785,11 +804,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "JSON text builder: the parts the core keeps (spec/performance.md R7)",
                 builder.builder_markdown,
             ),
-            ("Where the time goes: stages against the floor", stages.stages_markdown),
         ]
         for title, section in extras:
             progress(f"section: {title}")
             sections += ["", f"## {title}", "", section(settings)]
+        progress("section: Where the time goes: stages against the floor")
+        measured = stages.measure_all(settings)
+        sections += [
+            "",
+            "## Where the time goes: stages against the floor",
+            "",
+            stages.stages_markdown(settings, measured),
+        ]
+        if not settings.quick:  # K8: budgets are judged on full runs only, as the targets are
+            sections += [
+                "",
+                "## Missed targets: each budget against what cannot be cut (K8)",
+                "",
+                bounds.bounds_markdown(rows, measured),
+            ]
+        # K7: callgrind's counts; minutes under valgrind, so not in the smoke run.
+        for title, counted in (
+            ("Profile: where the instructions go (K7)", profile.profile_markdown),
+            (
+                "Per HTTP chunk: Python allocations and instructions of each transport (K7)",
+                lambda settings: transport_counts.transport_counts_markdown(settings.quick),
+            ),
+        ):
+            progress(f"section: {title}")
+            text = "(Not counted in --quick: callgrind takes minutes.)"
+            if not settings.quick:
+                text = counted(settings)
+            sections += ["", f"## {title}", "", text]
     sections += ["", machine_line(), f"Total run time {time.perf_counter() - started:.0f} s."]
     text = "\n".join(sections) + "\n"
     print(text, end="")

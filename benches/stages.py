@@ -37,7 +37,7 @@ import fastagg
 
 from . import builder, corpus
 
-__all__ = ["Stages", "measure", "stages_markdown"]
+__all__ = ["Stages", "measure", "measure_all", "stages_markdown"]
 
 
 class _GcClock:
@@ -133,16 +133,33 @@ def measure(stream: corpus.Stream, rounds: int, per_round: int) -> Stages:
     return stages
 
 
-def stages_markdown(settings: Any) -> str:
-    rounds, per_round = (2, 1) if settings.quick else (15, 3)
+def _plan(settings: Any) -> tuple[int, int]:
+    return (2, 1) if settings.quick else (15, 3)
+
+
+def measure_all(settings: Any) -> dict[str, Stages]:
+    """The stages of every stream of ``settings`` (the bounds section reads them too)."""
+    rounds, per_round = _plan(settings)
+    return {
+        name: measure(
+            corpus.build(name, scale=settings.scale, giant_mb=0.25 if settings.quick else 2.0),
+            rounds,
+            per_round,
+        )
+        for name in settings.streams
+    }
+
+
+def stages_markdown(settings: Any, measured: dict[str, Stages] | None = None) -> str:
+    rounds, per_round = _plan(settings)
+    if measured is None:
+        measured = measure_all(settings)
     lines = [
         "| stream | scan + aggregate | .parts | of it, gc | kept parts, orjson | floor "
         "| total ÷ floor | scan ÷ floor | .parts ÷ floor |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name in settings.streams:
-        stream = corpus.build(name, scale=settings.scale, giant_mb=0.25 if settings.quick else 2.0)
-        s = measure(stream, rounds, per_round)
+    for name, s in measured.items():
         total = statistics.median(t / f for t, f in zip(s.total(), s.rounds["floor"], strict=True))
         lines.append(
             f"| {name} | {s.best('scan'):.2f} | {s.best('parts'):.2f} | {s.best('gc'):.2f} "
