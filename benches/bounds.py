@@ -13,7 +13,9 @@ same run, so that the contenders table (where the budgets come from) and the
 stage table (where the objects' cost comes from) are compared through the
 one yardstick both measured:
 
-- budget = the time the target allows ÷ the floor, from the contenders table;
+- budget = the time the target allows ÷ the floor, from the contenders table,
+  with its ratios read as the targets table reads them (the median of the
+  ratios within a round), so a budget is met exactly where that table says;
 - objects = the cheaper of ``.parts`` and ``kept parts, orjson`` ÷ the floor,
   from the stage table (the median of the per-round ratios);
 - the rest = fastagg ÷ the floor, less the objects: framing, the scan, the
@@ -76,20 +78,27 @@ def _us(row: Any) -> float:
     return float(row.seconds) * 1e6 / float(row.events)
 
 
+def _times(row: Any, mine: Any) -> float:
+    """``row``'s time ÷ fastagg's, as the targets table reads it: the median of
+    the ratios within a round where the table has it, else of the medians."""
+    return float(row.ratio) if row.ratio is not None else _us(row) / _us(mine)
+
+
 def _allowed(stream: str, t: dict[tuple[str, str], Any]) -> list[tuple[str, float]]:
-    """Each target on ``stream`` with the µs per event it allows."""
+    """Each target on ``stream`` with the time it allows, in fastagg's own time
+    (so that a budget is met exactly where the targets table says it is)."""
     mine = t[(stream, "fastagg")]
-    allowed = [("≤ 1.0x the orjson-loads floor", _us(t[(stream, "orjson floor")]))]
+    allowed = [("≤ 1.0x the orjson-loads floor", _times(t[(stream, "orjson floor")], mine))]
     reference = t.get((stream, "reference"))
     if reference is not None:
-        allowed.append(("≥ 15x the reference", _us(reference) / 15))
+        allowed.append(("≥ 15x the reference", _times(reference, mine) / 15))
     genai = t.get((stream, "google-genai"))
     if genai is not None and stream in ("text", "agentic"):
-        allowed.append(("≥ 300x google-genai", _us(genai) / 300))
+        allowed.append(("≥ 300x google-genai", _times(genai, mine) / 300))
     if stream == "text":
-        allowed.append(("≤ 1 µs/event", 1.0))
+        allowed.append(("≤ 1 µs/event", 1.0 / _us(mine)))
     if stream == "tool_parallel":  # the stream's bytes per event at 1 GB/s, in µs
-        allowed.append(("≥ 1 GB/s", mine.nbytes / mine.events / 1e3))
+        allowed.append(("≥ 1 GB/s", mine.nbytes / mine.events / 1e3 / _us(mine)))
     return allowed
 
 
@@ -100,14 +109,14 @@ def budgets(rows: Sequence[Any], measured: dict[str, Stages]) -> list[Budget]:
     for stream, stages in measured.items():
         if (stream, "fastagg") not in t or (stream, "orjson floor") not in t:
             continue
-        base = _us(t[(stream, "orjson floor")])
+        # fastagg in floors, as the targets table has it
+        mine = 1 / _times(t[(stream, "orjson floor")], t[(stream, "fastagg")])
         rounds = zip(
             stages.rounds["parts"], stages.rounds["kept"], stages.rounds["floor"], strict=True
         )
         objects = statistics.median(min(p, k) / f for p, k, f in rounds)
-        mine = _us(t[(stream, "fastagg")]) / base
         out += [
-            Budget(target, stream, mine, allowed / base, objects)
+            Budget(target, stream, mine, allowed * mine, objects)
             for target, allowed in _allowed(stream, t)
         ]
     return out

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``benches`` lives in the source tree, it is not installed
     sys.path.insert(0, str(ROOT))
 
-from benches import bounds, callgrind, profile, stages  # noqa: E402
+from benches import bounds, callgrind, profile, report, stages  # noqa: E402
 
 # A callgrind file as valgrind writes it: names compressed ("(id) name" once, "(id)" after),
 # relative positions, and a call whose inclusive cost follows its calls= line.
@@ -113,13 +112,15 @@ def test_k7_a_job_counts_the_same_per_repetition_whatever_its_set_up() -> None:
     assert counts.allocations() >= 0
 
 
-@dataclass
-class _Row:
-    stream: str
-    contender: str
-    events: int
-    nbytes: int
-    seconds: float | None
+def _row(
+    stream: str,
+    contender: str,
+    events: int,
+    nbytes: int,
+    seconds: float,
+    ratio: float | None = None,
+) -> report.Row:
+    return report.Row(stream, contender, events, nbytes, seconds, 1, ratio=ratio)
 
 
 def _stages(scan: float, parts: float, kept: float, floor: float) -> stages.Stages:
@@ -134,9 +135,9 @@ def test_k8_a_target_below_the_objects_own_cost_is_out_of_reach() -> None:
     # tool_parallel's shape: orjson building only the kept parts costs 1.07 floors, so
     # the floor target (1.0) and 1 GB/s cannot be met while `.parts` builds them.
     rows = [
-        _Row("tool_parallel", "fastagg", 400, 800_000, 400 * 7.8e-6),
-        _Row("tool_parallel", "orjson floor", 400, 800_000, 400 * 3.3e-6),
-        _Row("tool_parallel", "reference", 400, 800_000, 400 * 44.55e-6),
+        _row("tool_parallel", "fastagg", 400, 800_000, 400 * 7.8e-6),
+        _row("tool_parallel", "orjson floor", 400, 800_000, 400 * 3.3e-6),
+        _row("tool_parallel", "reference", 400, 800_000, 400 * 44.55e-6),
     ]
     found = bounds.budgets(rows, {"tool_parallel": _stages(2.2, 8.0, 3.531, 3.3)})
     by = {b.target: b for b in found}
@@ -151,10 +152,10 @@ def test_k8_a_target_below_the_objects_own_cost_is_out_of_reach() -> None:
 
 def test_k8_a_target_above_the_objects_cost_says_what_the_scan_must_fall_to() -> None:
     rows = [
-        _Row("text", "fastagg", 10, 3_700, 10 * 0.55e-6),
-        _Row("text", "orjson floor", 10, 3_700, 10 * 1.0e-6),
-        _Row("text", "reference", 10, 3_700, 10 * 6.0e-6),
-        _Row("text", "google-genai", 10, 3_700, 10 * 120e-6),
+        _row("text", "fastagg", 10, 3_700, 10 * 0.55e-6),
+        _row("text", "orjson floor", 10, 3_700, 10 * 1.0e-6),
+        _row("text", "reference", 10, 3_700, 10 * 6.0e-6),
+        _row("text", "google-genai", 10, 3_700, 10 * 120e-6),
     ]
     found = bounds.budgets(rows, {"text": _stages(0.55, 0.08, 0.04, 1.0)})
     verdicts = {b.target: b.verdict() for b in found}
@@ -170,6 +171,24 @@ def test_k8_a_target_above_the_objects_cost_says_what_the_scan_must_fall_to() ->
 
 
 def test_k8_streams_missing_from_either_table_get_no_budget() -> None:
-    rows = [_Row("text", "fastagg", 10, 3_700, 1e-5)]  # no floor row
+    rows = [_row("text", "fastagg", 10, 3_700, 1e-5)]  # no floor row
     assert bounds.budgets(rows, {"text": _stages(1, 1, 1, 1)}) == []
     assert bounds.bounds_markdown(rows, {}).startswith("(No budgets")
+
+
+def test_k8_budgets_read_ratios_as_the_targets_table_does() -> None:
+    # The medians alone say 15.2x the reference, the rounds' own ratios 14.2x: the targets
+    # table reads the latter, and the budget must agree with it (one report, one verdict).
+    rows = [
+        _row("text", "fastagg", 10, 3_700, 10 * 1.38e-6),
+        _row("text", "orjson floor", 10, 3_700, 10 * 1.55e-6, ratio=1 / 0.73),
+        _row("text", "reference", 10, 3_700, 10 * 21.0e-6, ratio=14.2),
+    ]
+    by = {b.target: b for b in bounds.budgets(rows, {"text": _stages(0.8, 0.08, 0.06, 1.47)})}
+    assert round(by["≤ 1.0x the orjson-loads floor"].fastagg, 2) == 0.73
+    assert round(by["≥ 15x the reference"].budget, 4) == round(0.73 * 14.2 / 15, 4)
+    assert not by["≥ 15x the reference"].met
+    assert "| ≥ 15x faster than reference on `text` | 14.2x | no |" in report.targets_markdown(rows)
+    # 1 µs against 1.38: met exactly where the targets table's µs/event says.
+    assert round(by["≤ 1 µs/event"].budget, 4) == round(0.73 / 1.38, 4)
+    assert not by["≤ 1 µs/event"].met
