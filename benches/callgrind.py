@@ -16,6 +16,7 @@ does not see: the kernel (page faults, system calls) and time spent waiting.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,16 +68,20 @@ class Counts:
         return sorted(self.ir.items(), key=lambda kv: -kv[1])[:n]
 
 
+# Callgrind names a recursive function's inner calls ``name'2`` (--separate-recs):
+# counted with the function itself.
+_RECURSION = re.compile(r"'[0-9]+$")
+
+
 def _named(spec: str, names: dict[str, str]) -> str:
     """A compressed name: ``(id) name`` defines the id, ``(id)`` refers to it."""
     spec = spec.strip()
     if not spec.startswith("("):
-        return spec
+        return _RECURSION.sub("", spec)
     close = spec.index(")")
     key, name = spec[1:close], spec[close + 1 :].strip()
     if name:
-        names[key] = name
-        return name
+        names[key] = _RECURSION.sub("", name)
     return names[key]
 
 
