@@ -3,7 +3,7 @@
 Issue 12 asks that a missed target come "with the profile", issue 14 that the
 allocations between the socket and ``feed()`` be counted. A sampling profiler
 is noisy on a shared machine and is not on every machine; callgrind counts
-instructions and calls exactly, so two builds compare without the noise
+instructions and calls (to 0.01 % between runs), so two builds compare without the noise
 (spec/contract/performance.md names it for that).
 
 A job's script runs twice under callgrind, doing the job ``small`` and
