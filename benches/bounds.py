@@ -36,7 +36,7 @@ from typing import Any
 
 from .stages import Stages
 
-__all__ = ["Budget", "bounds_markdown", "budgets"]
+__all__ = ["Budget", "bounds_markdown", "budgets", "times"]
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,10 @@ def _us(row: Any) -> float:
     return float(row.seconds) * 1e6 / float(row.events)
 
 
-def _times(row: Any, mine: Any) -> float:
-    """``row``'s time ÷ fastagg's, as the targets table reads it: the median of
-    the ratios within a round where the table has it, else of the medians."""
+def times(row: Any, mine: Any) -> float:
+    """``row``'s time ÷ fastagg's (``mine``): the median of the ratios within a
+    round where the contenders table has it, else the ratio of the medians.
+    The targets table reads its ratios through this too."""
     return float(row.ratio) if row.ratio is not None else _us(row) / _us(mine)
 
 
@@ -88,13 +89,13 @@ def _allowed(stream: str, t: dict[tuple[str, str], Any]) -> list[tuple[str, floa
     """Each target on ``stream`` with the time it allows, in fastagg's own time
     (so that a budget is met exactly where the targets table says it is)."""
     mine = t[(stream, "fastagg")]
-    allowed = [("≤ 1.0x the orjson-loads floor", _times(t[(stream, "orjson floor")], mine))]
+    allowed = [("≤ 1.0x the orjson-loads floor", times(t[(stream, "orjson floor")], mine))]
     reference = t.get((stream, "reference"))
     if reference is not None:
-        allowed.append(("≥ 15x the reference", _times(reference, mine) / 15))
+        allowed.append(("≥ 15x the reference", times(reference, mine) / 15))
     genai = t.get((stream, "google-genai"))
     if genai is not None and stream in ("text", "agentic"):
-        allowed.append(("≥ 300x google-genai", _times(genai, mine) / 300))
+        allowed.append(("≥ 300x google-genai", times(genai, mine) / 300))
     if stream == "text":
         allowed.append(("≤ 1 µs/event", 1.0 / _us(mine)))
     if stream == "tool_parallel":  # the stream's bytes per event at 1 GB/s, in µs
@@ -110,7 +111,7 @@ def budgets(rows: Sequence[Any], measured: dict[str, Stages]) -> list[Budget]:
         if (stream, "fastagg") not in t or (stream, "orjson floor") not in t:
             continue
         # fastagg in floors, as the targets table has it
-        mine = 1 / _times(t[(stream, "orjson floor")], t[(stream, "fastagg")])
+        mine = 1 / times(t[(stream, "orjson floor")], t[(stream, "fastagg")])
         rounds = zip(
             stages.rounds["parts"], stages.rounds["kept"], stages.rounds["floor"], strict=True
         )

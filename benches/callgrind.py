@@ -164,10 +164,9 @@ def per_job(
 def short_name(function: str) -> str:
     """A function's name without its crate path or generic arguments:
     ``fastagg_core::scan::Scanner::key`` -> ``Scanner::key``."""
-    name = function.split("'")[0]
     depth = 0
     plain = []
-    for ch in name:  # drop <...> (generic arguments, impl blocks)
+    for ch in function:  # drop <...> (generic arguments, impl blocks)
         if ch == "<":
             depth += 1
         elif ch == ">":
@@ -175,4 +174,6 @@ def short_name(function: str) -> str:
         elif depth == 0:
             plain.append(ch)
     segments = [s for s in "".join(plain).split("::") if s and not s.startswith("{{")]
-    return "::".join(segments[-2:]) if len(segments) > 1 else (segments[0] if segments else name)
+    return (
+        "::".join(segments[-2:]) if len(segments) > 1 else (segments[0] if segments else function)
+    )

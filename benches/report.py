@@ -284,7 +284,7 @@ def targets_markdown(rows: list[Row], import_cost: float | None = None) -> str:
         a, b = t.get((stream, "fastagg")), t.get((stream, other))
         if a is None or b is None or a.seconds is None or b.seconds is None:
             return None
-        return b.ratio if b.ratio is not None else b.seconds / a.seconds
+        return bounds.times(b, a)
 
     streams = sorted({r.stream for r in rows}, key=corpus.STREAMS.index)
     for s in streams:
@@ -828,13 +828,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("Profile: where the instructions go (K7)", profile.profile_markdown),
             (
                 "Per HTTP chunk: Python allocations and instructions of each transport (K7)",
-                lambda settings: transport_counts.transport_counts_markdown(settings.quick),
+                transport_counts.transport_counts_markdown,
             ),
         ):
             progress(f"section: {title}")
             text = "(Not counted in --quick: callgrind takes minutes.)"
             if not settings.quick:
-                text = counted(settings)
+                text = counted()
             sections += ["", f"## {title}", "", text]
     sections += ["", machine_line(), f"Total run time {time.perf_counter() - started:.0f} s."]
     text = "\n".join(sections) + "\n"

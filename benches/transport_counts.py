@@ -51,10 +51,10 @@ def per_chunk(transport: str, scales: tuple[float, float] = SCALES) -> callgrind
     return reads[1].minus(reads[0], _writes(scales[1]) - _writes(scales[0]))
 
 
-def transport_counts_markdown(quick: bool) -> str:
+def transport_counts_markdown() -> str:
     if not callgrind.available():
         return "(Python allocations per HTTP chunk: not measured, valgrind is not on this machine.)"
-    scales = (0.05, 0.1) if quick else SCALES
+    scales = SCALES
     lines = [
         "| transport | Python allocations per 4 KiB HTTP chunk | instructions per chunk | "
         "functions with the most (share) |",

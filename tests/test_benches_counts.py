@@ -88,7 +88,7 @@ def test_k7_short_names_drop_crate_paths_and_generic_arguments() -> None:
         )
         == "set_item"
     )
-    assert callgrind.short_name("_fastagg::build::Builder::object'2") == "Builder::object"
+    assert callgrind.short_name("_fastagg::build::Builder::object") == "Builder::object"
     assert callgrind.short_name("insertdict") == "insertdict"
 
 
