@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +215,73 @@ def test_h8_proxy_lookups_are_kept_per_origin_not_per_url(monkeypatch: pytest.Mo
         assert transport._uses_proxy(f"https://api.example/v1beta/interactions/{i}?last=7")
         assert not transport._uses_proxy(f"https://gemini.internal/v1beta/interactions/{i}")
     assert transport._proxied == {"https://api.example": True, "https://gemini.internal": False}
+
+
+async def test_h9_a_request_makes_no_async_generator() -> None:
+    # Each async generator is an object, frames and the event loop's bookkeeping of
+    # it; the request path (stream(), post, the response, its close) makes none.
+    made: list[object] = []
+    hooks = sys.get_asyncgen_hooks()
+
+    def firstiter(agen: object) -> None:
+        made.append(agen)
+        if hooks.firstiter is not None:
+            hooks.firstiter(agen)
+
+    server, url, _ = await serve(lambda conn, req: OK)
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=hooks.finalizer)
+        try:
+            bodies = [await read_all(client) for _ in range(2)]  # a new, then a reused connection
+        finally:
+            sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=hooks.finalizer)
+    assert bodies == [BODY, BODY]
+    assert made == []
+
+
+async def test_h9_header_lines_are_encoded_once_while_the_headers_stay_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoded: list[dict[str, str]] = []
+    real = _asyncio_transport._header_lines
+
+    def counting(headers: Any) -> bytes:
+        encoded.append(dict(headers))
+        return real(headers)
+
+    monkeypatch.setattr(_asyncio_transport, "_header_lines", counting)
+    seen: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            seen.append(head)
+            await reader.readexactly(2)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    transport = AsyncioTransport()
+    headers = {"x-goog-api-key": "k1"}
+    async with server:
+        for _ in range(3):
+            await (await transport.post(url, b"{}", headers, None)).aclose()
+        headers["x-goog-api-key"] = "k2"  # the same dict, changed: encoded again
+        await (await transport.post(url, b"{}", headers, None)).aclose()
+        await transport.aclose()
+    assert encoded == [{"x-goog-api-key": "k1"}, {"x-goog-api-key": "k2"}]
+    assert [b"x-goog-api-key: k1\r\n" in head for head in seen] == [True, True, True, False]
+    assert b"x-goog-api-key: k2\r\n" in seen[3]
+
+
+def test_h9_the_stream_url_is_made_once_and_follows_the_client_url() -> None:
+    client = GeminiClient("m", api_key="k", base_url="http://h")
+    first = client.stream_url
+    assert first == "http://h/v1beta/models/m:streamGenerateContent?alt=sse"
+    assert client.stream_url is first
+    client.url = "http://other/v1/models/n"
+    assert client.stream_url == "http://other/v1/models/n:streamGenerateContent?alt=sse"

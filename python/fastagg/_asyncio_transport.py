@@ -55,6 +55,7 @@ class AsyncioTransport:
         self._open = 0  # connections that hold a slot (busy or idle)
         self._waiters: list[asyncio.Future[None]] = []
         self._routes: dict[str, tuple[Origin, bytes]] = {}
+        self._headers_seen: tuple[dict[str, str], bytes] | None = None
         self._env_proxies = urllib.request.getproxies_environment()
         self._proxied: dict[str, bool] = {}
         self._via_proxy: AiohttpTransport | None = None
@@ -97,10 +98,14 @@ class AsyncioTransport:
         timeout: float | None,
     ) -> AsyncioResponse:
         origin, head = self._route(url)
-        request = _request(method, head, body, headers)
+        request = b"".join((method, head, self._header_block(headers), _framing(body)))
         for attempt in (1, 2):
             try:
-                conn, reused = await self._acquire(origin, timeout)
+                # A kept-alive connection is taken without a coroutine of its own (H9).
+                idle = self._idle_one(origin)
+                conn, reused = (
+                    (idle, True) if idle is not None else await self._acquire(origin, timeout)
+                )
             except _TIMEOUTS as exc:
                 raise errors.timeout_error(exc, errors.BEFORE) from exc
             except _FAILURES as exc:
@@ -146,6 +151,16 @@ class AsyncioTransport:
             if len(self._routes) < 1024:
                 self._routes[url] = found
         return found
+
+    def _header_block(self, headers: Mapping[str, str]) -> bytes:
+        """The header lines of ``headers``, checked and encoded once while the
+        caller sends the same headers (H9: a client's are the same each request)."""
+        seen = self._headers_seen
+        if seen is not None and seen[0] == headers:
+            return seen[1]
+        block = _header_lines(headers)
+        self._headers_seen = (dict(headers), block)
+        return block
 
     def _uses_proxy(self, url: str) -> bool:
         """Whether the environment's proxies route ``url``; looked up once per origin."""
@@ -215,6 +230,8 @@ class AsyncioTransport:
     def _wake(self) -> None:
         # Every waiter looks again (at most MAX_CONNECTIONS of them): a woken
         # waiter that was cancelled meanwhile cannot swallow the turn.
+        if not self._waiters:
+            return
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -283,7 +300,13 @@ async def _bounded(awaitable: Any, seconds: float) -> Any:
 
 
 def _request(method: bytes, head: bytes, body: bytes | None, headers: Mapping[str, str]) -> bytes:
-    lines = [method, head]
+    """The whole request: request line and host (``head``), the header lines, the body."""
+    return b"".join((method, head, _header_lines(headers), _framing(body)))
+
+
+def _header_lines(headers: Mapping[str, str]) -> bytes:
+    """The request's header lines (framing headers dropped, defaults added), checked."""
+    lines = []
     seen = set()
     for name, value in headers.items():
         key = name.lower()
@@ -297,12 +320,14 @@ def _request(method: bytes, head: bytes, body: bytes | None, headers: Mapping[st
         lines.append(b"accept-encoding: identity\r\n")
     if "user-agent" not in seen:
         lines.append(f"user-agent: {USER_AGENT}\r\n".encode())
-    if body is not None:
-        lines.append(b"content-length: %d\r\n\r\n" % len(body))
-        lines.append(body)
-    else:
-        lines.append(b"\r\n")
     return b"".join(lines)
+
+
+def _framing(body: bytes | None) -> bytes:
+    """The end of the head, then the body."""
+    if body is None:
+        return b"\r\n"
+    return b"content-length: %d\r\n\r\n%s" % (len(body), body)
 
 
 class AsyncioResponse:

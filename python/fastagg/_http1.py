@@ -93,7 +93,7 @@ def parse_head(raw: bytes) -> tuple[int, str, Headers, bool]:
     return int(code), reason, Headers(items), version == "HTTP/1.1"
 
 
-def _decoder(headers: Headers) -> Any:
+def _decoder(headers: Mapping[str, str]) -> Any:
     coding = headers.get("content-encoding", "identity").strip().lower()
     if coding in ("", "identity"):
         return None
@@ -261,6 +261,14 @@ class Connection(asyncio.Protocol):
     # --- framing ------------------------------------------------------------------------------
 
     def _head(self, data: bytes) -> bytes:
+        if not self.head:  # H9: the usual case, the whole head in the first read, parsed from it
+            end = data.find(b"\r\n\r\n")
+            if end >= 0:
+                status, reason, headers, http11 = parse_head(data[:end])
+                if not 100 <= status < 200:
+                    self._frame(status, headers, http11)
+                    self.response = (status, reason, headers)
+                    return data[end + 4 :]
         head = self.head
         start = max(0, len(head) - 3)
         head += data
@@ -288,10 +296,10 @@ class Connection(asyncio.Protocol):
             return rest
 
     def _frame(self, status: int, headers: Headers, http11: bool) -> None:
-        connection = headers.get("connection", "").lower()
-        self.keep_alive = http11 and "close" not in connection
-        self.decoder = _decoder(headers)
-        coding = headers.get("transfer-encoding")
+        items = headers._items  # lower-case names: looked up as they are
+        self.keep_alive = http11 and "close" not in items.get("connection", "").lower()
+        self.decoder = _decoder(items) if "content-encoding" in items else None
+        coding = items.get("transfer-encoding")
         if coding is not None:
             if coding.lower().rsplit(",", 1)[-1].strip() == "chunked":
                 self.state = CHUNKED
@@ -299,7 +307,7 @@ class Connection(asyncio.Protocol):
             else:
                 self.state, self.keep_alive = UNTIL_CLOSE, False
             return
-        length = headers.get("content-length")
+        length = items.get("content-length")
         if length is not None:
             values = {v.strip() for v in length.split(",")}
             value = values.pop()

@@ -111,6 +111,7 @@ class GeminiClient:
         self.location: str | None = None
         self._credentials = credentials
         self._token_lock = asyncio.Lock()
+        self._stream_url: tuple[str, str] | None = None
         self._headers: dict[str, str] = {
             "content-type": "application/json",
             "user-agent": USER_AGENT,
@@ -181,7 +182,11 @@ class GeminiClient:
     @property
     def stream_url(self) -> str:
         """The full POST URL of ``streamGenerateContent`` (``alt=sse`` included)."""
-        return f"{self.url}:streamGenerateContent?alt=sse"
+        url = self.url
+        cached = self._stream_url
+        if cached is None or cached[0] != url:  # made once per URL (H9)
+            cached = self._stream_url = (url, f"{url}:streamGenerateContent?alt=sse")
+        return cached[1]
 
     @property
     def interactions_url(self) -> str:
@@ -258,19 +263,12 @@ class GeminiClient:
             # I22: the loop's request as an Interactions create body, model and stream added.
             body = {"model": self.model, **request_body(request), "stream": True}
             return self._post(self.interactions_url, body, timeout, sse=True)
-        return self._post(self.stream_url, request, timeout)
+        return _Posted(self, self.stream_url, request, timeout, False)
 
-    @asynccontextmanager
-    async def _post(
+    def _post(
         self, url: str, request: Request, timeout: float | None, *, sse: bool = False
-    ) -> AsyncIterator[AsyncIterator[bytes]]:
-        body = orjson.dumps(request)
-        headers = await self._request_headers()
-        if sse:
-            headers = {**headers, "accept": "text/event-stream"}
-        response = await self.transport.post(url, body, headers, timeout)
-        async with streaming_body(response) as chunks:
-            yield chunks
+    ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
+        return _Posted(self, url, request, timeout, sse)
 
     @asynccontextmanager
     async def resume(
@@ -295,6 +293,52 @@ class GeminiClient:
         response = await get(url, headers, timeout)
         async with streaming_body(response) as chunks:
             yield chunks
+
+
+class _Posted:
+    """What :meth:`GeminiClient.stream` returns: the POST on entry, the body's
+    iterator as the value, the response closed on exit however the block
+    exits (H2). A plain class, not an ``@asynccontextmanager``: a request makes
+    no async generator (each is one more object, two frames and the event
+    loop's bookkeeping of async generators; H9)."""
+
+    __slots__ = ("_client", "_request", "_response", "_sse", "_timeout", "_url")
+
+    def __init__(
+        self, client: GeminiClient, url: str, request: Request, timeout: float | None, sse: bool
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._request = request
+        self._timeout = timeout
+        self._sse = sse
+        self._response: Response | None = None
+
+    async def __aenter__(self) -> Response:
+        client = self._client
+        body = orjson.dumps(self._request)
+        # An API key's headers are the client's own dict, the same each request (H9).
+        headers = client._headers if client._auth != "bearer" else await client._request_headers()
+        if self._sse:
+            headers = {**headers, "accept": "text/event-stream"}
+        response = await client.transport.post(self._url, body, headers, self._timeout)
+        if response.status != 200:
+            try:
+                raise provider_error_from_response(
+                    response.status,
+                    await response.read_error_body(MAX_ERROR_BODY),
+                    response.headers,
+                    reason=response.reason,
+                )
+            finally:
+                await response.aclose()
+        self._response = response
+        return response
+
+    async def __aexit__(self, *exc: object) -> None:
+        response, self._response = self._response, None
+        if response is not None:
+            await response.aclose()
 
 
 @asynccontextmanager
