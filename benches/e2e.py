@@ -841,6 +841,62 @@ CONTENDER_ORDER = (
 )
 
 
+SHORT_SCALE = 0.003  # `text` at this scale: 12 events, 5 KiB, a step of an agent turn
+
+
+def per_request(rounds: int, requests: int) -> dict[str, float]:
+    """Client CPU µs per request of a short stream (`text` at :data:`SHORT_SCALE`)
+    read raw by each transport and by the floor that wakes a task per read (H9):
+    the medians of ``rounds`` rounds, the contenders in turn within each, every
+    one ``requests`` requests on its warm keep-alive connection."""
+    stream = corpus.build("text", scale=SHORT_SCALE)
+    with Server("plain", SHORT_SCALE) as server:
+
+        async def run() -> dict[str, float]:
+            contenders: list[Contender] = [
+                *(FastaggContender(t, aggregate=False) for t in TRANSPORTS),
+                WakingFloor(),
+            ]
+            samples: dict[str, list[float]] = {c.name: [] for c in contenders}
+            for c in contenders:
+                await c.open(server.url)
+                await c.one(stream)  # connected before anything is timed
+            for _ in range(rounds):
+                for c in contenders:
+                    t0 = time.process_time()
+                    for _ in range(requests):
+                        await c.one(stream)
+                    samples[c.name].append(1e6 * (time.process_time() - t0) / requests)
+            for c in contenders:
+                await c.close()
+            return {name: statistics.median(values) for name, values in samples.items()}
+
+        return asyncio.run(run())
+
+
+def _per_request_markdown(costs: dict[str, float]) -> list[str]:
+    floor = costs[WakingFloor.name]
+    stream = corpus.build("text", scale=SHORT_SCALE)
+    return [
+        "",
+        f"Per request (H9): client CPU µs per request of a short stream, `text` at scale "
+        f"{SHORT_SCALE} ({stream.events} events, {len(stream.body):,} body bytes: a step of "
+        "an agent turn), read raw (no aggregation) on a warm keep-alive connection from the "
+        "`plain` server; the medians of rounds in which each takes its turn. `beyond the "
+        "floor`: what the stack costs per request above the floor that wakes a task per read "
+        "(building and writing the request, reading the head, handing the connection back).",
+        "",
+        "| stack | µs per request | beyond the floor |",
+        "|---|---:|---:|",
+        *(
+            f"| {name} | {us:.0f} | {us - floor:.0f} |"
+            for name, us in costs.items()
+            if name != WakingFloor.name
+        ),
+        f"| {WakingFloor.name} | {floor:.0f} | - |",
+    ]
+
+
 def e2e_markdown(quick: bool) -> str:
     """The "End to end over loopback" section of the report."""
     plan = _plan(quick)
@@ -978,6 +1034,7 @@ def e2e_markdown(quick: bool) -> str:
         lines[-5:] = ["(Ways of reading the body: not measured in --quick.)"]
     for label in next(iter(ways.values()), {}):
         lines.append(f"| {label} | " + " | ".join(_cell(ways[c][label]) for c in ways) + " |")
+    lines += _per_request_markdown(per_request(3 if quick else 15, 50 if quick else 400))
     return "\n".join(lines)
 
 

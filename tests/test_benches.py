@@ -289,3 +289,22 @@ def test_k6_e2e_pairs_alternate_their_order() -> None:
     rec = Recorder()
     asyncio.run(e2e._paired_ratio(rec, stream, 3, stream.events, 4))  # one round each
     assert rec.batches == [1, 3, 3, 1, 1, 3, 3, 1]
+
+
+def test_h9_e2e_per_request_measures_every_stack_beside_the_woken_floor() -> None:
+    costs = e2e.per_request(rounds=1, requests=2)
+    assert list(costs) == ["raw/asyncio", "raw/aiohttp", "raw/httpx", "floor + wake"]
+    assert all(us > 0 for us in costs.values())
+
+
+def test_h9_e2e_per_request_rows_are_each_stack_less_the_woken_floor() -> None:
+    rows = e2e._per_request_markdown(
+        {"raw/asyncio": 150.0, "raw/aiohttp": 400.0, "raw/httpx": 1500.0, "floor + wake": 110.0}
+    )
+    assert rows[-4:] == [
+        "| raw/asyncio | 150 | 40 |",
+        "| raw/aiohttp | 400 | 290 |",
+        "| raw/httpx | 1500 | 1390 |",
+        "| floor + wake | 110 | - |",
+    ]
+    assert "12 events, 5,237 body bytes" in rows[1]
