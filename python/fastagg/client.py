@@ -263,7 +263,7 @@ class GeminiClient:
             # I22: the loop's request as an Interactions create body, model and stream added.
             body = {"model": self.model, **request_body(request), "stream": True}
             return self._post(self.interactions_url, body, timeout, sse=True)
-        return _Posted(self, self.stream_url, request, timeout, False)
+        return self._post(self.stream_url, request, timeout)
 
     def _post(
         self, url: str, request: Request, timeout: float | None, *, sse: bool = False
@@ -322,16 +322,11 @@ class _Posted:
         if self._sse:
             headers = {**headers, "accept": "text/event-stream"}
         response = await client.transport.post(self._url, body, headers, self._timeout)
-        if response.status != 200:
-            try:
-                raise provider_error_from_response(
-                    response.status,
-                    await response.read_error_body(MAX_ERROR_BODY),
-                    response.headers,
-                    reason=response.reason,
-                )
-            finally:
-                await response.aclose()
+        try:
+            await _raise_unless_ok(response)
+        except BaseException:
+            await response.aclose()
+            raise
         self._response = response
         return response
 
@@ -346,16 +341,21 @@ async def streaming_body(response: Response) -> AsyncIterator[Response]:
     """``response`` itself when its status is 200, else its :class:`ProviderError` (H2);
     closed when the block exits, however it exits."""
     try:
-        if response.status != 200:
-            raise provider_error_from_response(
-                response.status,
-                await response.read_error_body(MAX_ERROR_BODY),
-                response.headers,
-                reason=response.reason,
-            )
+        await _raise_unless_ok(response)
         yield response
     finally:
         await response.aclose()
+
+
+async def _raise_unless_ok(response: Response) -> None:
+    """The :class:`ProviderError` of a response whose status is not 200 (H2)."""
+    if response.status != 200:
+        raise provider_error_from_response(
+            response.status,
+            await response.read_error_body(MAX_ERROR_BODY),
+            response.headers,
+            reason=response.reason,
+        )
 
 
 def _join(base: str, version: str, resource: str) -> str:
