@@ -33,8 +33,8 @@ Sections of the report:
     the contract can cut, the objects ``.parts`` returns (``benches/bounds.py``).
 14. The profile: callgrind's instruction counts of the job on every stream,
     and what ``deltas=True`` adds (``benches/profile.py``).
-15. Per HTTP chunk: Python allocations and instructions of each transport
-    (``benches/transport_counts.py``).
+15. Per HTTP chunk and per request: Python allocations and instructions of
+    each transport (``benches/transport_counts.py``).
 """
 
 from __future__ import annotations
@@ -827,7 +827,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for title, counted in (
             ("Profile: where the instructions go (K7)", profile.profile_markdown),
             (
-                "Per HTTP chunk: Python allocations and instructions of each transport (K7)",
+                "Per HTTP chunk and per request: Python allocations and instructions of each "
+                "transport (K7, H9)",
                 transport_counts.transport_counts_markdown,
             ),
         ):

@@ -18,15 +18,19 @@ import math
 
 from . import callgrind, corpus, e2e
 
-__all__ = ["CLIENT", "per_chunk", "transport_counts_markdown"]
+__all__ = ["CLIENT", "per_chunk", "per_request", "transport_counts_markdown"]
 
-# Reads the body of one stream N times (the last argument) on one kept-alive connection.
+# Reads the body of one stream N times (the last argument) on one kept-alive connection;
+# `transport` "floor" is the floor that wakes a task per read (e2e.WakingFloor).
 CLIENT = """
 import asyncio, sys, types
 from benches import e2e
 url, transport, name, n = sys.argv[1:5]
 async def main():
-    reader = e2e.FastaggContender(transport, aggregate=False)
+    if transport == "floor":
+        reader = e2e.WakingFloor()
+    else:
+        reader = e2e.FastaggContender(transport, aggregate=False)
     await reader.open(url)
     for _ in range(int(n)):
         await reader.one(types.SimpleNamespace(name=name))
@@ -49,6 +53,14 @@ def per_chunk(transport: str, scales: tuple[float, float] = SCALES) -> callgrind
         with e2e.Server("plain", scale) as server:
             reads.append(callgrind.per_job(CLIENT, [server.url, transport, STREAM]))
     return reads[1].minus(reads[0], _writes(scales[1]) - _writes(scales[0]))
+
+
+def per_request(transport: str) -> callgrind.Counts:
+    """The client's counts per request of the short stream (`text` at
+    ``e2e.SHORT_SCALE``, H9) for ``transport`` (raw read), or ``"floor"``:
+    forty requests less ten, on a connection already kept alive, over thirty."""
+    with e2e.Server("plain", e2e.SHORT_SCALE) as server:
+        return callgrind.per_job(CLIENT, [server.url, transport, STREAM], small=10, large=40)
 
 
 def transport_counts_markdown() -> str:
@@ -75,5 +87,22 @@ def transport_counts_markdown() -> str:
         "the request and the response head cancel out. Python allocations are calls into "
         "pymalloc; instructions include the event loop's own per read (the kernel's are not "
         "counted).",
+        "",
+        "Per request (H9), the same counts for a short stream (`text` at scale "
+        f"{e2e.SHORT_SCALE}, a step of an agent turn): forty requests less ten on a kept-alive "
+        "connection, over thirty, so everything a request does is counted once and first uses "
+        "cancel out. `floor + wake` is the floor that wakes a task per read, writing its "
+        "request by hand and parsing nothing.",
+        "",
+        "| stack | instructions per request | beyond the floor | Python allocations per request |",
+        "|---|---:|---:|---:|",
     ]
+    floor = per_request("floor")
+    for transport in e2e.TRANSPORTS:
+        counts = per_request(transport)
+        lines.append(
+            f"| raw/{transport} | {counts.total:,.0f} | {counts.total - floor.total:,.0f} | "
+            f"{counts.allocations():.1f} |"
+        )
+    lines.append(f"| floor + wake | {floor.total:,.0f} | - | {floor.allocations():.1f} |")
     return "\n".join(lines)

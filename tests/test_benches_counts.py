@@ -194,3 +194,29 @@ def test_k8_budgets_read_ratios_as_the_targets_table_does() -> None:
     # 1 µs against 1.38: met exactly where the targets table's µs/event says.
     assert round(by["≤ 1 µs/event"].budget, 4) == round(0.73 / 1.38, 4)
     assert not by["≤ 1 µs/event"].met
+
+
+def test_h9_k7_per_request_rows_are_each_stack_less_the_floor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from benches import transport_counts
+
+    def made_up(ir: float, allocations: float) -> callgrind.Counts:
+        return callgrind.Counts({"f": ir}, {"f": "python"}, {"_PyObject_Malloc": allocations})
+
+    per_request = {
+        "floor": made_up(60_000, 39.0),
+        "asyncio": made_up(130_000, 95.2),
+        "aiohttp": made_up(400_000, 250.0),
+        "httpx": made_up(1_500_000, 900.5),
+    }
+    monkeypatch.setattr(callgrind, "available", lambda: True)
+    monkeypatch.setattr(transport_counts, "per_chunk", lambda t, s=None: made_up(7_000, 0.3))
+    monkeypatch.setattr(transport_counts, "per_request", per_request.__getitem__)
+    rows = transport_counts.transport_counts_markdown().splitlines()
+    assert rows[-4:] == [
+        "| raw/asyncio | 130,000 | 70,000 | 95.2 |",
+        "| raw/aiohttp | 400,000 | 340,000 | 250.0 |",
+        "| raw/httpx | 1,500,000 | 1,440,000 | 900.5 |",
+        "| floor + wake | 60,000 | - | 39.0 |",
+    ]
