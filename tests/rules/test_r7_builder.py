@@ -199,6 +199,42 @@ def test_r7_keys_of_every_length_stay_apart_across_builds() -> None:
     assert list(_json_to_py(shuffled)) == list(reversed(keys))
 
 
+def test_r7_short_ascii_values_come_from_the_string_cache_as_keys_do() -> None:
+    # A repeated short ASCII value (a function's name, an operator) is one
+    # `str` across members, parts and builds, and the same object as an equal
+    # key; a longer, non-ASCII or escaped one is made fresh.
+    text = json.dumps(
+        {
+            "op": "eq",
+            "filters": [{"op": "eq"}, {"op": "ne"}],
+            "name": "search_code_16by",
+            "long": ["a" * 17, "a" * 17],
+            "wide": ["é", "é"],
+        }
+    )
+    built = _json_to_py(text)
+    again = _json_to_py(text)
+    assert built == orjson.loads(text)
+    (op_key, op), (_, filters), (_, name), (_, long), (_, wide) = built.items()
+    assert filters[0]["op"] is op and again["op"] is op
+    assert next(iter(filters[0])) is op_key
+    assert _json_to_py('{"eq": 1}').popitem()[0] is op
+    assert filters[1]["op"] == "ne"
+    assert again["name"] is name and len(name) == 16
+    assert long[0] == long[1] and long[0] is not long[1]
+    assert wide[0] == wide[1] and wide[0] is not wide[1]
+    escaped = _json_to_py('["e\\u0071", "eq"]')
+    assert escaped == ["eq", "eq"] and escaped[0] is not op and escaped[1] is op
+
+
+def test_r7_values_of_every_length_stay_apart_across_builds() -> None:
+    values = ["", "a", "ab", "a" * 8, "a" * 7 + "b", "a" * 15, "a" * 16, "a" * 17, "a" * 15 + "b"]
+    values += ["functionCall", "thoughtSignature", "thoughtSignaturf", "x" * 40]
+    for _ in range(3):
+        assert _json_to_py(json.dumps(values)) == values
+        assert _json_to_py(json.dumps(values[::-1])) == values[::-1]
+
+
 def test_r7_whitespace_and_top_level_scalars_equal_orjson() -> None:
     for text in (
         ' \t\n\r{ "a" : [ 1 , 2 ] , "b" :\ttrue }\r\n',

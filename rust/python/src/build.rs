@@ -112,7 +112,7 @@ impl<'py> Builder<'_, 'py> {
             Some(b'[') => self.nested(Self::array),
             Some(b'"') => {
                 self.pos += 1;
-                Ok(self.string(false)?.into_any())
+                Ok(self.string()?.into_any())
             }
             Some(b't') => self.literal("true", || PyBool::new(py, true).to_owned().into_any()),
             Some(b'f') => self.literal("false", || PyBool::new(py, false).to_owned().into_any()),
@@ -183,7 +183,7 @@ impl<'py> Builder<'_, 'py> {
             if !self.eat(b'"') {
                 return Err(self.error("expected a key (a string)"));
             }
-            let key = self.string(true)?;
+            let key = self.string()?;
             self.skip_whitespace();
             if !self.eat(b':') {
                 return Err(self.error("expected `:` after a key"));
@@ -213,22 +213,23 @@ impl<'py> Builder<'_, 'py> {
         Ok(PyList::new(self.py, self.items.drain(first..))?.into_any())
     }
 
-    /// The string whose opening quote was just read; a key (`key`) comes
-    /// from the key cache. The hot path of every build: the plain case is
+    /// The string (a key or a value) whose opening quote was just read; a
+    /// short ASCII one comes from the string cache. The hot path of every
+    /// build: the plain case is
     /// handled here, with the scanner's result in registers (returned
     /// through memory, a small result type cost a stalled reload in every
     /// caller, a tenth of a part's build, measured), escapes in text.rs.
     #[inline]
-    fn string(&mut self, key: bool) -> PyResult<Bound<'py, PyString>> {
+    fn string(&mut self) -> PyResult<Bound<'py, PyString>> {
         let start = self.pos;
         let (end, ascii) = scan::plain_run(self.bytes, start);
         if self.bytes.get(end) != Some(&b'"') {
             return self.escaped(start, end, ascii);
         }
         self.pos = end + 1;
-        if let (true, true, Some(shared)) = (key, ascii, &mut self.shared) {
+        if let (true, Some(shared)) = (ascii, &mut self.shared) {
             // SAFETY: the scanner saw only ASCII bytes in the run.
-            return unsafe { shared.keys.ascii_key(self.py, self.bytes, start, end) };
+            return unsafe { shared.strings.ascii_short(self.py, self.bytes, start, end) };
         }
         self.plain_str(start, end, ascii)
     }

@@ -1,4 +1,4 @@
-//! What builds share: the key cache, and the buffers kept from one build to
+//! What builds share: the string cache, and the buffers kept from one build to
 //! the next (a part is small: allocating its buffers anew was 5 % of its
 //! build in a profile of the `streamed_args` parts).
 
@@ -6,20 +6,20 @@ use std::sync::{Mutex, MutexGuard};
 
 use pyo3::prelude::*;
 
-use super::strings::KeyCache;
+use super::strings::StringCache;
 
 /// Buffers that grew beyond these capacities are dropped, not kept.
 const KEEP_ITEMS: usize = 4096;
 const KEEP_BYTES: usize = 64 * 1024;
 
 pub(super) struct Shared {
-    pub(super) keys: KeyCache,
+    pub(super) strings: StringCache,
     items: Vec<Py<PyAny>>,
     scratch: Vec<u8>,
 }
 
 static SHARED: Mutex<Shared> = Mutex::new(Shared {
-    keys: KeyCache::new(),
+    strings: StringCache::new(),
     items: Vec::new(),
     scratch: Vec::new(),
 });

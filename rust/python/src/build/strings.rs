@@ -1,4 +1,4 @@
-//! `str` objects for the builder: an ASCII fast path and a cache of keys.
+//! `str` objects for the builder: an ASCII fast path and a cache of short strings.
 
 use std::mem::MaybeUninit;
 
@@ -314,26 +314,30 @@ fn pieces_of(bytes: &[u8]) -> (Vec<(usize, usize)>, u8, usize) {
 /// cache level where 48 KiB missed it (a tenth of a part's build was the
 /// lookup's load, measured on `tool_parallel`).
 const SLOTS: usize = 512;
-/// Keys up to 16 bytes (nearly all: `thoughtSignature` is 16) are kept,
-/// their bytes in the slot's words; a longer one is made fresh.
-const MAX_KEY: usize = BLOCK;
+/// Strings up to 16 bytes (nearly all keys: `thoughtSignature` is 16) are
+/// kept, their bytes in the slot's words; a longer one is made fresh.
+const MAX_SHORT: usize = BLOCK;
 
 struct Slot {
     words: Words,
-    key: Py<PyString>,
+    string: Py<PyString>,
 }
 
-/// R7 (binding): the `str` of every short ASCII key seen, by a hash of its
-/// bytes (direct mapped: a new key evicts the one in its slot). Keys repeat
-/// across parts (`functionCall`, `name`, `args`, `id`, `thoughtSignature`) and
-/// across the calls of a tool, so most keys cost a lookup instead of a new
-/// `str`, and a cached `str` keeps its hash, which Python's dict insertion
-/// then reads instead of computing.
-pub(super) struct KeyCache {
+/// R7 (binding): the `str` of every short ASCII string seen, key or value,
+/// by a hash of its bytes (direct mapped: a new string evicts the one in its
+/// slot). Keys repeat across parts (`functionCall`, `name`, `args`, `id`,
+/// `thoughtSignature`) and across the calls of a tool, and so do many values
+/// (a function's name, an enum-like argument: `"eq"`, `"lang"`), so most of
+/// them cost a lookup instead of a new `str` (and its free); a cached key
+/// keeps its hash, which Python's dict insertion then reads instead of
+/// computing. One cache for both: a value that never repeats evicts a key
+/// only when it lands in its slot, and two caches of 16 KiB counted more
+/// instructions than one (`tool_parallel`, measured).
+pub(super) struct StringCache {
     slots: [Option<Slot>; SLOTS],
 }
 
-/// A key of up to 16 bytes as three words: its length and its bytes
+/// A string of up to 16 bytes as three words: its length and its bytes
 /// (zeros after them), so a hit compares three words.
 #[derive(Clone, Copy)]
 struct Words {
@@ -373,19 +377,19 @@ impl Words {
     }
 }
 
-impl KeyCache {
+impl StringCache {
     pub(super) const fn new() -> Self {
         Self {
             slots: [const { None }; SLOTS],
         }
     }
 
-    /// The key `str` of ASCII `input[start..end]`, from the cache or made
-    /// (and kept if it is short).
+    /// The `str` of ASCII `input[start..end]`, from the cache or made (and
+    /// kept if it is short).
     ///
     /// # Safety
     /// Every byte of `input[start..end]` is ASCII (see [`ascii`]).
-    pub(super) unsafe fn ascii_key<'py>(
+    pub(super) unsafe fn ascii_short<'py>(
         &mut self,
         py: Python<'py>,
         input: &[u8],
@@ -393,7 +397,7 @@ impl KeyCache {
         end: usize,
     ) -> PyResult<Bound<'py, PyString>> {
         let bytes = &input[start..end];
-        if bytes.len() > MAX_KEY {
+        if bytes.len() > MAX_SHORT {
             // SAFETY: forwarded from the caller.
             return unsafe { ascii(py, bytes) };
         }
@@ -401,15 +405,20 @@ impl KeyCache {
         let slot = &mut self.slots[words.slot()];
         if let Some(hit) = slot {
             if hit.words.same(words) {
-                return Ok(hit.key.bind(py).clone());
+                return Ok(hit.string.bind(py).clone());
             }
         }
         // SAFETY: forwarded from the caller.
-        let key = unsafe { ascii(py, bytes)? };
-        *slot = Some(Slot {
+        let string = unsafe { ascii(py, bytes)? };
+        let evicted = slot.replace(Slot {
             words,
-            key: key.clone().unbind(),
+            string: string.clone().unbind(),
         });
-        Ok(key)
+        if let Some(evicted) = evicted {
+            // Released with the GIL known held: `Py`'s own drop asks the
+            // thread (a thread-local read), which a miss paid every time.
+            evicted.string.drop_ref(py);
+        }
+        Ok(string)
     }
 }
