@@ -224,10 +224,10 @@ impl<'py> Builder<'_, 'py> {
 
     /// The string (a key or a value) whose opening quote was just read; a
     /// short ASCII one comes from the string cache. The hot path of every
-    /// build: the plain case is
-    /// handled here, with the scanner's result in registers (returned
-    /// through memory, a small result type cost a stalled reload in every
-    /// caller, a tenth of a part's build, measured), escapes in text.rs.
+    /// build: the plain case is handled here, with the scanner's result in
+    /// registers (returned through memory, a small result type cost a stalled
+    /// reload in every caller, a tenth of a part's build, measured), escapes
+    /// in text.rs.
     #[inline]
     fn string(&mut self) -> PyResult<Bound<'py, PyString>> {
         let start = self.pos;
