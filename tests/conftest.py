@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,3 +34,40 @@ def load_scenarios() -> list[dict[str, Any]]:
 def transport(request: pytest.FixtureRequest) -> str:
     """The name of one built-in HTTP transport of GeminiClient (H3: tests run on each)."""
     return str(request.param)
+
+
+# H10: what talks HTTP or runs the turn loop on a real event loop runs on each
+# event loop installed: asyncio's own, and uvloop (the loop of uvicorn and most ASGI
+# servers: its transports are not asyncio's classes, its clock counts milliseconds).
+EVENT_LOOP_MODULES = frozenset(
+    {
+        "test_asyncio_transport.py",
+        "test_http1.py",
+        "test_http_client.py",
+        "test_fake_server.py",
+        "test_event_loops.py",
+    }
+    | {path.name for path in (ROOT / "tests").glob("test_e2e_*.py")}
+)
+EVENT_LOOP_DIRS = frozenset({ROOT / "tests" / "loop"})
+
+
+def event_loops() -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The event loops installed here, by name: asyncio's, and uvloop where present."""
+    loops: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop}
+    try:
+        import uvloop
+    except ImportError:
+        return loops
+    loops["uvloop"] = uvloop.new_event_loop
+    return loops
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """pytest-asyncio's hook (1.4+): the loops an async test runs on (H10)."""
+    if item.path.name in EVENT_LOOP_MODULES or item.path.parent in EVENT_LOOP_DIRS:
+        return event_loops()
+    return {"asyncio": asyncio.new_event_loop}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ._fastagg import ChunkedDecoder
 
@@ -143,8 +143,9 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ---------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # H10: whatever the event loop made: uvloop's transports have asyncio's
+        # methods but are not subclasses of its classes.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.got_bytes = True
