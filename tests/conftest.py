@@ -48,6 +48,7 @@ EVENT_LOOP_MODULES = frozenset(
         "test_event_loops.py",
     }
     | {path.name for path in (ROOT / "tests").glob("test_e2e_*.py")}
+    | {path.name for path in (ROOT / "tests").glob("test_integration_*.py")}
 )
 EVENT_LOOP_DIRS = frozenset({ROOT / "tests" / "loop"})
 
