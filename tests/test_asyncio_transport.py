@@ -8,6 +8,8 @@ import asyncio
 import json
 import ssl
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +80,11 @@ async def test_h3_s6_an_untrusted_certificate_is_a_connection_error(transport: s
     assert server.records == []
 
 
-async def serve(answer: Any) -> tuple[asyncio.Server, str, list[int]]:
-    """A plain HTTP/1.1 server: ``answer(conn_index, request_index)`` -> bytes or None (close)."""
+async def serve(
+    answer: Any, on_end: Callable[[int], object] | None = None
+) -> tuple[asyncio.Server, str, list[int]]:
+    """A plain HTTP/1.1 server: ``answer(conn_index, request_index)`` -> bytes or None (close);
+    ``on_end(conn_index)`` when a connection has ended."""
     connections: list[int] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -104,6 +109,8 @@ async def serve(answer: Any) -> tuple[asyncio.Server, str, list[int]]:
             pass
         finally:
             writer.close()
+            if on_end is not None:
+                on_end(index)
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -188,10 +195,56 @@ def test_h8_a_client_used_under_two_event_loops_opens_a_new_connection() -> None
                 return asyncio.run(read_all(client))
 
             out.append(await asyncio.to_thread(in_another_loop))
+            # The server waits for its connections to end (Python 3.12+): closing the
+            # client ends both, the other loop's too.
+            await client.aclose()
         assert len(connections) == 2
         return out
 
     assert asyncio.run(main()) == [BODY, BODY]
+
+
+def test_h8_closing_a_client_used_under_ended_event_loops_ends_every_connection() -> None:
+    # A script that calls asyncio.run() once per turn, then closes the client in a last
+    # one: the connections of the ended loops cannot be closed by their loops, and
+    # aclose() raised "Event loop is closed".
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    def serve_in_thread() -> None:
+        async def main() -> None:
+            ended: list[int] = []
+
+            def answer(conn: int, req: int) -> bytes | None:
+                return OK
+
+            server, url, connections = await serve(answer, on_end=ended.append)
+            stop = asyncio.Event()
+            box.update(url=url, connections=connections, ended=ended, stop=stop)
+            box["loop"] = asyncio.get_running_loop()
+            ready.set()
+            async with server:
+                await stop.wait()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve_in_thread, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    client = GeminiClient("m", api_key="k", base_url=box["url"], transport="asyncio")
+    assert asyncio.run(read_all(client)) == BODY
+    assert asyncio.run(read_all(client)) == BODY  # a new loop: a new connection (H8)
+    asyncio.run(client.aclose())
+
+    async def both_ended() -> list[int]:
+        while len(box["ended"]) < 2:
+            await asyncio.sleep(0.01)
+        return sorted(box["ended"])
+
+    ended = asyncio.run_coroutine_threadsafe(both_ended(), box["loop"]).result(10)
+    box["loop"].call_soon_threadsafe(box["stop"].set)
+    thread.join(10)
+    assert (len(box["connections"]), ended) == (2, [0, 1])
 
 
 async def test_h8_every_connection_of_a_burst_is_kept_alive_for_the_next() -> None:

@@ -204,10 +204,9 @@ class AsyncioTransport:
             conn.on_idle_lost = None
             if not conn.lost and conn.loop is loop:
                 return conn
-            # Closed meanwhile, or left from an event loop that has ended
-            # (a client used under two asyncio.run() calls): not reusable.
-            if conn.loop is loop:
-                conn.close()
+            # Closed meanwhile, or left from another event loop, which may have
+            # ended (a client used under two asyncio.run() calls): not reusable.
+            conn.close()
             self._free_slot()
         return None
 
@@ -263,8 +262,7 @@ class AsyncioTransport:
 
     def _forget(self, conn: Connection) -> None:
         conn.on_idle_lost = None
-        if conn.loop is asyncio.get_running_loop():  # an ended loop cannot close it
-            conn.close()
+        conn.close()  # from whichever loop it belongs to
         self._free_slot()
 
     def _discard(self, conn: Connection) -> None:

@@ -15,6 +15,8 @@ wrong; the bytes received before one are handed out first (H7).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
@@ -255,9 +257,26 @@ class Connection(asyncio.Protocol):
         return self.done and self.keep_alive and not self.lost and not self.body
 
     def close(self) -> None:
+        """Close the connection from any event loop or thread (H8).
+
+        Its own loop closes it; another loop still running is asked to; a loop
+        that has ended can run nothing, so the TCP connection is shut down at
+        once and its descriptor is released when the transport is collected.
+        """
         self.keep_alive = False
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        loop = self.loop
+        if loop.is_closed():
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):  # already reset by the peer
+                    sock.shutdown(socket.SHUT_RDWR)
+        elif loop is _running_loop():
+            transport.close()
+        else:
+            loop.call_soon_threadsafe(transport.close)
 
     # --- framing ------------------------------------------------------------------------------
 
@@ -401,6 +420,13 @@ def _chunk_error(kind: str, line: bytes, received: int) -> str:
     if kind == "line-too-long":
         return f"a chunk-size line is over {MAX_LINE} bytes {where}"
     return f"a chunk of the body does not end with CRLF {where}"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
