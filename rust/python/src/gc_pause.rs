@@ -3,7 +3,8 @@
 //! A result's values are kept (R6), so every list and dict the build makes survives:
 //! each 700 of them set off a young-generation collection that walks them, and every
 //! tenth of those walks the middle generation again. Paused, the build sets off none;
-//! the one collection its allocations are owed runs at the next allocation after it.
+//! the one collection its allocations are owed runs at the next allocation after it
+//! (from Python 3.12: is scheduled by it, and runs at the interpreter's next check).
 //! Sound because the build runs no Python code (it only makes `str`, `int`, `float`,
 //! `list` and `dict` objects from data the core holds) and keeps the GIL throughout
 //! (the extension is not declared free-threading safe, `spec/performance.md` R3), so
