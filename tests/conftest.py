@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "tests" / "conformance" / "scenarios.json"
 
 IMPLS = {"rust": "fastagg._fastagg", "reference": "fastagg.reference"}
+# The sys.path entry this process imports fastagg from, for the subprocesses tests start:
+# the checkout's python/ in the dev venv, site-packages where a wheel is installed (a
+# venv of another Python version: the checkout holds this version's extension only).
+FASTAGG_PATH = str(Path(importlib.import_module("fastagg").__file__ or "").resolve().parent.parent)
 
 
 @pytest.fixture(params=sorted(IMPLS))

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 import fastagg
+from conftest import FASTAGG_PATH
 from fastagg import StopReason, run_turn
 from fastagg._chunks import _GENAI_LOCAL_FIELDS, _model_of, _plain, chunk_to_mapping
 from fastagg.testing import (
@@ -84,7 +85,7 @@ def test_g2_missing_google_genai_names_the_extra(tmp_path: Path) -> None:
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
-        env={"PYTHONPATH": f"{tmp_path}:{ROOT / 'python'}", "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": f"{tmp_path}:{FASTAGG_PATH}", "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=60,

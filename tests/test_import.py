@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import tomllib
-
 import fastagg
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI (the test extra installs it there)
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("asyncio", "httpx", "aiohttp", "importlib.metadata", "fastagg.loop", "fastagg.client")
