@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -58,14 +59,24 @@ EVENT_LOOP_DIRS = frozenset({ROOT / "tests" / "loop"})
 
 
 def event_loops() -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
-    """The event loops installed here, by name: asyncio's, and uvloop where present."""
+    """The event loops installed here, by name: asyncio's; from Python 3.12 asyncio's
+    with the eager task factory, whose tasks run inside create_task(); uvloop where
+    present."""
     loops: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop}
+    if sys.version_info >= (3, 12):
+        loops["asyncio-eager"] = _eager_loop
     try:
         import uvloop
     except ImportError:
         return loops
     loops["uvloop"] = uvloop.new_event_loop
     return loops
+
+
+def _eager_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined,unused-ignore]
+    return loop
 
 
 @pytest.hookimpl(optionalhook=True)

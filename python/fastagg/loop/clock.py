@@ -83,7 +83,11 @@ class TurnClock:
             self._timers.append(loop.call_at(self.deadline, self.interrupt, "time-limit"))
         if limits.stall_timeout is not None:
             self._stall = loop.call_at(now + limits.stall_timeout, self._check_stall)
-        if self.abort is not None:
+        # An abort set already is found by the first checkpoint (holding()). A watcher
+        # of it would run at once under an eager task factory (H10) and cancel the
+        # turn's task while that runs: a turn that then ends without waiting again
+        # would end cancelled instead of aborted.
+        if self.abort is not None and not self.abort.is_set():
             self._watcher = loop.create_task(self._watch_abort(self.abort))
 
     def stop(self) -> None:

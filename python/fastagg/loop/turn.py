@@ -101,7 +101,6 @@ class Turn:
 
     def start(self) -> asyncio.Task[TurnResult]:
         self.task = asyncio.get_running_loop().create_task(self._main())
-        self.clock.bind(self.task)
         return self.task
 
     async def cancel(self) -> None:
@@ -111,6 +110,11 @@ class Turn:
 
     async def _main(self) -> TurnResult:
         clock = self.clock
+        # H10: bound from inside the task, which an eager task factory (Python 3.12+)
+        # runs before create_task() has returned it.
+        task = asyncio.current_task()
+        assert task is not None
+        clock.bind(task)
         outcome: StopReason | None = None
         try:
             try:
