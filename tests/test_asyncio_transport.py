@@ -9,7 +9,7 @@ import json
 import ssl
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -204,47 +204,73 @@ def test_h8_a_client_used_under_two_event_loops_opens_a_new_connection() -> None
     assert asyncio.run(main()) == [BODY, BODY]
 
 
-def test_h8_closing_a_client_used_under_ended_event_loops_ends_every_connection() -> None:
-    # A script that calls asyncio.run() once per turn, then closes the client in a last
-    # one: the connections of the ended loops cannot be closed by their loops, and
-    # aclose() raised "Event loop is closed".
-    ready = threading.Event()
-    box: dict[str, Any] = {}
+class ServerThread:
+    """``serve`` answering OK, on an event loop of its own in a thread (it outlives the
+    loops under test); ``ended`` lists the connections that have ended."""
 
-    def serve_in_thread() -> None:
+    def __init__(self) -> None:
+        self.ended: list[int] = []
+        ready = threading.Event()
+
         async def main() -> None:
-            ended: list[int] = []
-
-            def answer(conn: int, req: int) -> bytes | None:
-                return OK
-
-            server, url, connections = await serve(answer, on_end=ended.append)
-            stop = asyncio.Event()
-            box.update(url=url, connections=connections, ended=ended, stop=stop)
-            box["loop"] = asyncio.get_running_loop()
+            server, self.url, self.connections = await serve(
+                lambda conn, req: OK, on_end=self.ended.append
+            )
+            self.loop, self.stop = asyncio.get_running_loop(), asyncio.Event()
             ready.set()
             async with server:
-                await stop.wait()
+                await self.stop.wait()
 
-        asyncio.run(main())
+        self.thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
 
-    thread = threading.Thread(target=serve_in_thread, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    client = GeminiClient("m", api_key="k", base_url=box["url"], transport="asyncio")
-    assert asyncio.run(read_all(client)) == BODY
-    assert asyncio.run(read_all(client)) == BODY  # a new loop: a new connection (H8)
+    def ended_when(self, n: int) -> list[int]:
+        """The connections ended, once ``n`` have (10 s at most)."""
+
+        async def wait() -> list[int]:
+            while len(self.ended) < n:
+                await asyncio.sleep(0.01)
+            return sorted(self.ended)
+
+        return asyncio.run_coroutine_threadsafe(wait(), self.loop).result(10)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def server_thread() -> Iterator[ServerThread]:
+    server = ServerThread()
+    yield server
+    server.close()
+
+
+def test_h8_a_loop_that_asyncio_run_ends_closes_its_connections(
+    server_thread: ServerThread,
+) -> None:
+    # A script that calls asyncio.run() once per turn: each run's kept-alive connection
+    # belongs to its loop, which cannot be used or closed after the run.
+    client = GeminiClient("m", api_key="k", base_url=server_thread.url, transport="asyncio")
+    assert [asyncio.run(read_all(client)) for _ in range(2)] == [BODY, BODY]
+    assert server_thread.ended_when(2) == [0, 1]  # each closed as its run ended
     asyncio.run(client.aclose())
+    assert len(server_thread.connections) == 2
 
-    async def both_ended() -> list[int]:
-        while len(box["ended"]) < 2:
-            await asyncio.sleep(0.01)
-        return sorted(box["ended"])
 
-    ended = asyncio.run_coroutine_threadsafe(both_ended(), box["loop"]).result(10)
-    box["loop"].call_soon_threadsafe(box["stop"].set)
-    thread.join(10)
-    assert (len(box["connections"]), ended) == (2, [0, 1])
+def test_h8_closing_a_client_used_under_a_loop_closed_by_hand_ends_its_connection(
+    server_thread: ServerThread,
+) -> None:
+    # A loop closed without asyncio.run()'s finalization: aclose() raised "Event loop is
+    # closed" and left the connection open.
+    client = GeminiClient("m", api_key="k", base_url=server_thread.url, transport="asyncio")
+    loop = asyncio.new_event_loop()
+    assert loop.run_until_complete(read_all(client)) == BODY
+    loop.close()
+    assert server_thread.ended == []
+    asyncio.run(client.aclose())
+    assert server_thread.ended_when(1) == [0]
 
 
 async def test_h8_every_connection_of_a_burst_is_kept_alive_for_the_next() -> None:
@@ -281,15 +307,20 @@ async def test_h9_a_request_makes_no_async_generator() -> None:
         if hooks.firstiter is not None:
             hooks.firstiter(agen)
 
-    server, url, _ = await serve(lambda conn, req: OK)
+    server, url, connections = await serve(lambda conn, req: OK)
     async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        # The loop's first connection opens the one generator that closes the loop's
+        # connections when it ends (H8): once per event loop, not per request.
+        assert await read_all(client) == BODY
         sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=hooks.finalizer)
         try:
-            bodies = [await read_all(client) for _ in range(2)]  # a new, then a reused connection
+            # A reused and a new connection at once, then a reused one again.
+            bodies = [*await asyncio.gather(read_all(client), read_all(client))]
+            bodies.append(await read_all(client))
         finally:
             sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=hooks.finalizer)
-    assert bodies == [BODY, BODY]
-    assert made == []
+    assert bodies == [BODY, BODY, BODY]
+    assert (len(connections), made) == (2, [])
 
 
 async def test_h9_header_lines_are_encoded_once_while_the_headers_stay_the_same(

@@ -13,11 +13,12 @@ import asyncio
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _transport_shared as errors
 from ._http1 import IDLE, Connection, Headers, HttpProtocolError
+from ._loop_end import at_loop_end
 from ._proxies import origin_of, proxy_for
 from ._transport_shared import CONNECT_TIMEOUT, MAX_CONNECTIONS, POOL_TIMEOUT, WRITE_TIMEOUT
 from ._version import __version__
@@ -60,6 +61,8 @@ class AsyncioTransport:
         self._proxied: dict[str, bool] = {}
         self._via_proxy: AiohttpTransport | None = None
         self._closed = False
+        # Per event loop with connections: what closes them when it ends (H8).
+        self._loop_guards: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
 
     # --- Transport ----------------------------------------------------------------------------
 
@@ -247,7 +250,18 @@ class AsyncioTransport:
         _, conn = await loop.create_connection(
             lambda: Connection(loop), host, port, ssl=tls, server_hostname=host if tls else None
         )
+        if loop not in self._loop_guards:
+            self._loop_guards[loop] = await at_loop_end(lambda: self._loop_ended(loop))
         return conn
+
+    async def _loop_ended(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close the idle connections ``loop`` made: it is ending, and no other loop can
+        use or close them (a client used under one ``asyncio.run()`` after another)."""
+        self._loop_guards.pop(loop, None)
+        for connections in self._idle.values():
+            for conn in [c for c in connections if c.loop is loop]:
+                connections.remove(conn)
+                self._forget(conn)
 
     def _close_an_idle(self) -> bool:
         for connections in self._idle.values():

@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import aiohttp
 import httpx
 
 from ._asyncio_transport import AsyncioResponse, AsyncioTransport
+from ._loop_end import at_loop_end
 from ._proxies import origin_of, proxy_for
 from ._transport_shared import BEFORE as _BEFORE
 from ._transport_shared import CONNECT_TIMEOUT, MAX_CONNECTIONS, POOL_TIMEOUT, WRITE_TIMEOUT
@@ -152,6 +153,8 @@ class AiohttpTransport:
 
     def __init__(self, session: aiohttp.ClientSession | None = None) -> None:
         self._session = session
+        self._session_loop: asyncio.AbstractEventLoop | None = None  # where ours was made
+        self._guard: AsyncGenerator[None, None] | None = None  # closes ours when that loop ends
         self._owns = session is None
         self._env_proxies = urllib.request.getproxies_environment() if self._owns else {}
         self._proxy_for: dict[str, tuple[str | None, aiohttp.BasicAuth | None]] = {}
@@ -160,13 +163,19 @@ class AiohttpTransport:
             total=None, connect=POOL_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=None
         )
 
-    def _open_session(self) -> aiohttp.ClientSession:
-        # Created lazily: a ClientSession must be made inside a running event loop.
-        self._session = aiohttp.ClientSession(
+    async def _new_session(self) -> aiohttp.ClientSession:
+        """Our session for the running loop, made on first use (a ClientSession must be
+        made inside a running loop) and again under each new loop, as a client used
+        under one ``asyncio.run()`` after another is; closed when its loop ends (H3)."""
+        if self._session is not None:
+            _let_go(self._session.close, self._session_loop)
+        session = self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, limit_per_host=0),
             timeout=self._default_timeout,
         )
-        return self._session
+        self._session_loop = asyncio.get_running_loop()
+        self._guard = await at_loop_end(session.close)
+        return session
 
     def _proxy(self, url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
         """The environment's proxy for ``url`` (and its credentials), once per origin."""
@@ -198,7 +207,10 @@ class AiohttpTransport:
         headers: Mapping[str, str],
         timeout: float | None,
     ) -> AiohttpResponse:
-        session = self._session if self._session is not None else self._open_session()
+        session = self._session
+        if self._owns and (session is None or self._session_loop is not asyncio.get_running_loop()):
+            session = await self._new_session()
+        assert session is not None
         own = session.timeout if isinstance(session.timeout, aiohttp.ClientTimeout) else None
         client_timeout = _bounded_aiohttp(own or self._default_timeout, timeout)
         proxy, proxy_auth = self._proxy(url) if self._env_proxies else (None, None)
@@ -224,8 +236,11 @@ class AiohttpTransport:
     async def aclose(self) -> None:
         """Close the session (only when this transport created it)."""
         if self._owns and self._session is not None:
-            await self._session.close()
-            self._session = None
+            session, guard, self._session, self._guard = self._session, self._guard, None, None
+            if self._session_loop is asyncio.get_running_loop() and guard is not None:
+                await guard.aclose()  # closes the session
+            else:
+                _let_go(session.close, self._session_loop)
 
     @property
     def session(self) -> aiohttp.ClientSession | None:
@@ -331,16 +346,30 @@ class HttpxTransport:
             connect=CONNECT_TIMEOUT, read=None, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
         )
         self._owns = client is None
-        self.client = (
-            client
-            if client is not None
-            else httpx.AsyncClient(
-                timeout=self._default_timeout,
-                limits=httpx.Limits(
-                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE
-                ),
-            )
+        self.client = client if client is not None else self._new_client()
+        self._client_loop: asyncio.AbstractEventLoop | None = None  # where ours first ran
+        self._guard: AsyncGenerator[None, None] | None = None  # closes ours when that loop ends
+
+    def _new_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            timeout=self._default_timeout,
+            limits=httpx.Limits(
+                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE
+            ),
         )
+
+    async def _client_here(self) -> httpx.AsyncClient:
+        """Our client, bound to the first loop it runs in and closed when that loop
+        ends; a new one under each new loop, as a client used under one
+        ``asyncio.run()`` after another is: its kept-alive connections belong to the
+        loop they were made in (H3)."""
+        loop = asyncio.get_running_loop()
+        if self._client_loop is not None:
+            _let_go(self.client.aclose, self._client_loop)
+            self.client = self._new_client()
+        self._client_loop = loop
+        self._guard = await at_loop_end(self.client.aclose)
+        return self.client
 
     async def post(
         self, url: str, body: bytes, headers: Mapping[str, str], timeout: float | None
@@ -362,12 +391,15 @@ class HttpxTransport:
         headers: Mapping[str, str],
         timeout: float | None,
     ) -> HttpxResponse:
-        http_timeout = _bounded_httpx(self.client.timeout, timeout)
-        request = self.client.build_request(
+        client = self.client
+        if self._owns and self._client_loop is not asyncio.get_running_loop():
+            client = await self._client_here()
+        http_timeout = _bounded_httpx(client.timeout, timeout)
+        request = client.build_request(
             method, url, content=body, headers=headers, timeout=http_timeout
         )
         try:
-            response = await self.client.send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.TimeoutException as exc:
             raise _timeout_error(exc, _BEFORE) from exc
         except httpx.TransportError as exc:
@@ -377,7 +409,14 @@ class HttpxTransport:
     async def aclose(self) -> None:
         """Close the client (only when this transport created it)."""
         if self._owns:
-            await self.client.aclose()
+            guard, self._guard = self._guard, None
+            here = self._client_loop in (None, asyncio.get_running_loop())
+            if not here:
+                _let_go(self.client.aclose, self._client_loop)
+            elif guard is not None:
+                await guard.aclose()  # closes the client
+            else:
+                await self.client.aclose()
 
 
 class HttpxResponse:
@@ -428,6 +467,18 @@ TRANSPORTS = ("aiohttp", "asyncio", "httpx")
 
 
 # H4: a caller's client or session is used as it is and left open
+def _let_go(close: Callable[[], Awaitable[object]], loop: asyncio.AbstractEventLoop | None) -> None:
+    """Close a session or client of another event loop (H3): on that loop if it still
+    runs; one of a loop that has ended cannot be closed (its connections belong to it)
+    and is left to the garbage collector."""
+    if loop is not None and not loop.is_closed():
+        asyncio.run_coroutine_threadsafe(_awaited(close), loop)
+
+
+async def _awaited(close: Callable[[], Awaitable[object]]) -> None:
+    await close()
+
+
 def make_transport(
     http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
     transport: str | None = None,
