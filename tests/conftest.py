@@ -6,7 +6,8 @@ import asyncio
 import importlib
 import json
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -87,3 +88,29 @@ def pytest_asyncio_loop_factories(
     if item.path.name in EVENT_LOOP_MODULES or item.path.parent in EVENT_LOOP_DIRS:
         return event_loops()
     return {"asyncio": asyncio.new_event_loop}
+
+
+class LoopThread:
+    """An event loop running in a thread of its own: a server started on it outlives
+    the loops of the code under test (one ``asyncio.run()`` after another)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """``coro``'s result, run on this loop (10 s at most)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def loop_thread() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.close()

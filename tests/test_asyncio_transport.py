@@ -8,7 +8,6 @@ import asyncio
 import json
 import ssl
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import aiohttp
 import httpx
 import pytest
 
+from conftest import LoopThread
 from fastagg import _asyncio_transport
 from fastagg.client import GeminiClient
 from fastagg.errors import ProviderError
@@ -205,25 +205,15 @@ def test_h8_a_client_used_under_two_event_loops_opens_a_new_connection() -> None
 
 
 class ServerThread:
-    """``serve`` answering OK, on an event loop of its own in a thread (it outlives the
-    loops under test); ``ended`` lists the connections that have ended."""
+    """``serve`` answering OK on a loop of its own; ``ended`` lists the connections
+    that have ended."""
 
-    def __init__(self) -> None:
+    def __init__(self, loop_thread: LoopThread) -> None:
         self.ended: list[int] = []
-        ready = threading.Event()
-
-        async def main() -> None:
-            server, self.url, self.connections = await serve(
-                lambda conn, req: OK, on_end=self.ended.append
-            )
-            self.loop, self.stop = asyncio.get_running_loop(), asyncio.Event()
-            ready.set()
-            async with server:
-                await self.stop.wait()
-
-        self.thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
-        self.thread.start()
-        assert ready.wait(10)
+        self._loops = loop_thread
+        self.server, self.url, self.connections = loop_thread.run(
+            serve(lambda conn, req: OK, on_end=self.ended.append)
+        )
 
     def ended_when(self, n: int) -> list[int]:
         """The connections ended, once ``n`` have (10 s at most)."""
@@ -233,18 +223,15 @@ class ServerThread:
                 await asyncio.sleep(0.01)
             return sorted(self.ended)
 
-        return asyncio.run_coroutine_threadsafe(wait(), self.loop).result(10)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.stop.set)
-        self.thread.join(10)
+        result: list[int] = self._loops.run(wait())
+        return result
 
 
 @pytest.fixture
-def server_thread() -> Iterator[ServerThread]:
-    server = ServerThread()
+def server_thread(loop_thread: LoopThread) -> Iterator[ServerThread]:
+    server = ServerThread(loop_thread)
     yield server
-    server.close()
+    loop_thread.loop.call_soon_threadsafe(server.server.close)
 
 
 def test_h8_a_loop_that_asyncio_run_ends_closes_its_connections(

@@ -14,6 +14,7 @@ import httpx
 import orjson
 import pytest
 
+from conftest import LoopThread
 from fastagg.client import GeminiClient, parse_retry_after, provider_error_from_response
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
@@ -276,37 +277,17 @@ async def test_connection_is_kept_alive_across_requests(transport: str) -> None:
     assert len({r.peer for r in server.records}) == 1
 
 
-class ThreadedServer:
-    """A FakeGemini answering ``CHUNKS`` to every request, on an event loop of its own
-    in a thread: it outlives the loops of the code under test."""
-
-    def __init__(self) -> None:
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-        self._thread.start()
-        assert self._ready.wait(10)
-
-    async def _main(self) -> None:
-        async with FakeGemini([CHUNKS], repeat=True) as server:
-            self.server, self.url = server, server.url
-            self.loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-            self._ready.set()
-            await self._stop.wait()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
-
-
 @pytest.fixture
-def http() -> Iterator[ThreadedServer]:
-    server = ThreadedServer()
+def http(loop_thread: LoopThread) -> Iterator[FakeGemini]:
+    """A FakeGemini answering ``CHUNKS`` to every request, on a loop of its own."""
+    server = FakeGemini([CHUNKS], repeat=True)
+    loop_thread.run(server.start())
     yield server
-    server.stop()
+    loop_thread.run(server.stop())
 
 
 def test_h3_a_client_made_outside_a_loop_serves_one_asyncio_run_after_another(
-    transport: str, http: ThreadedServer
+    transport: str, http: FakeGemini
 ) -> None:
     # A script or a notebook: the client made at module level, asyncio.run() per call,
     # a last one to close it. aiohttp's session and httpx's client are bound to the loop
@@ -315,11 +296,11 @@ def test_h3_a_client_made_outside_a_loop_serves_one_asyncio_run_after_another(
     bodies = [asyncio.run(read_all(client)) for _ in range(3)]
     asyncio.run(client.aclose())
     assert bodies == [frames(CHUNKS)] * 3
-    assert len(http.server.records) == 3
+    assert len(http.records) == 3
 
 
 def test_h3_a_proxied_client_serves_one_asyncio_run_after_another(
-    transport: str, http: ThreadedServer, monkeypatch: pytest.MonkeyPatch
+    transport: str, http: FakeGemini, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The asyncio transport sends a proxied request through an aiohttp transport of its
     # own (H8): the same holds there.
@@ -328,7 +309,7 @@ def test_h3_a_proxied_client_serves_one_asyncio_run_after_another(
     bodies = [asyncio.run(read_all(client)) for _ in range(2)]
     asyncio.run(client.aclose())
     assert bodies == [frames(CHUNKS)] * 2
-    assert [r.path for r in http.server.records] == ["/v1beta/models/m:streamGenerateContent"] * 2
+    assert [r.path for r in http.records] == ["/v1beta/models/m:streamGenerateContent"] * 2
 
 
 async def test_h4_shared_httpx_client_is_used_and_not_closed_by_aclose() -> None:
