@@ -466,11 +466,11 @@ class HttpxResponse:
 TRANSPORTS = ("aiohttp", "asyncio", "httpx")
 
 
-# H4: a caller's client or session is used as it is and left open
 def _let_go(close: Callable[[], Awaitable[object]], loop: asyncio.AbstractEventLoop | None) -> None:
-    """Close a session or client of another event loop (H3): on that loop if it still
-    runs; one of a loop that has ended cannot be closed (its connections belong to it)
-    and is left to the garbage collector."""
+    """Close a session or client of another event loop (H3), on that loop if it still
+    runs. One whose loop ``asyncio.run()`` ended was closed then (``at_loop_end``); one
+    of a loop closed by hand cannot be (its connections belong to that loop) and is
+    left to the garbage collector."""
     if loop is not None and not loop.is_closed():
         asyncio.run_coroutine_threadsafe(_awaited(close), loop)
 
@@ -479,6 +479,7 @@ async def _awaited(close: Callable[[], Awaitable[object]]) -> None:
     await close()
 
 
+# H4: a caller's client or session is used as it is and left open
 def make_transport(
     http_client: aiohttp.ClientSession | httpx.AsyncClient | Transport | None = None,
     transport: str | None = None,
