@@ -52,6 +52,7 @@ EVENT_LOOP_MODULES = frozenset(
         "test_http_client.py",
         "test_fake_server.py",
         "test_event_loops.py",
+        "test_pump.py",
     }
     | {path.name for path in (ROOT / "tests").glob("test_e2e_*.py")}
     | {path.name for path in (ROOT / "tests").glob("test_integration_*.py")}

@@ -13,7 +13,7 @@ import asyncio
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _transport_shared as errors
@@ -388,6 +388,40 @@ class AsyncioResponse:
             except _TIMEOUTS as exc:
                 self._close()
                 raise errors.timeout_error(exc, errors.during(conn.received)) from exc
+
+    async def pump(self, feed: Callable[[bytes], object]) -> None:
+        """Call ``feed`` with every piece of the body as it is framed, then return (H11).
+
+        The pieces are what ``__anext__`` would yield, but ``feed`` is called
+        inside the protocol's ``data_received``: no task is woken per socket
+        read, only once at the end. What ``feed`` raises ends the body (the
+        connection is closed) and is raised here as it is; transport failures
+        and timeouts are raised as ``__anext__`` raises them, after every byte
+        before them was fed (H7).
+        """
+        conn = self._conn
+        try:
+            if conn.body:  # framed with the head, before the pump started
+                feed(conn.take())
+            if not conn.done and conn.error is None and not conn.lost:
+                await conn.pump(feed, self._timeout)
+        except _TIMEOUTS as exc:
+            self._close()
+            raise errors.timeout_error(exc, errors.during(conn.received)) from exc
+        except BaseException:
+            self._close()
+            raise
+        if conn.sink_error is not None:
+            self._close()
+            raise conn.sink_error
+        if conn.done:
+            self._release()
+            return
+        self._close()
+        raise errors.connection_error(
+            conn.error or ConnectionResetError("the server closed the connection"),
+            errors.during(conn.received),
+        )
 
     async def read_error_body(self, limit: int) -> bytes:
         """Up to ``limit`` bytes of the body; a transport failure ends it quietly."""

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import socket
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
 from ._fastagg import ChunkedDecoder
@@ -95,18 +95,105 @@ def parse_head(raw: bytes) -> tuple[int, str, Headers, bool]:
     return int(code), reason, Headers(items), version == "HTTP/1.1"
 
 
-def _decoder(headers: Mapping[str, str]) -> Any:
-    coding = headers.get("content-encoding", "identity").strip().lower()
-    if coding in ("", "identity"):
-        return None
-    if coding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if coding == "deflate":
-        return zlib.decompressobj(zlib.MAX_WBITS)
-    raise HttpProtocolError(
-        f"the response has Content-Encoding {coding!r}; this transport decodes gzip and "
-        "deflate (it asks for identity): use transport='aiohttp' for others"
-    )
+Head = tuple[int, str, Headers, bool]  # status, reason, headers, "HTTP/1.1"
+
+
+def read_head(head: bytearray, data: bytes) -> tuple[Head | None, bytes]:
+    """The final response head that ``head`` (bytes kept from earlier reads) and
+    ``data`` begin with, and the bytes after it; (None, b"") while it is incomplete,
+    ``head`` then keeping what came. Interim ``1xx`` answers are skipped."""
+    if not head:  # H9: the usual case, the whole head in the first read, parsed from it
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            found = parse_head(data[:end])
+            if not 100 <= found[0] < 200:
+                return found, data[end + 4 :]
+    start = max(0, len(head) - 3)
+    head += data
+    while True:
+        end = head.find(b"\r\n\r\n", start)
+        if end < 0:
+            if len(head) > MAX_HEAD:
+                raise HttpProtocolError(
+                    f"the response head is over {MAX_HEAD} bytes without its blank line"
+                )
+            return None, b""
+        found = parse_head(bytes(head[:end]))
+        rest = bytes(head[end + 4 :])
+        del head[:]
+        if not 100 <= found[0] < 200:
+            return found, rest
+        if found[0] == 101:
+            raise HttpProtocolError("the server switched protocols (101); nothing asked it to")
+        head += rest  # an interim response (100 Continue, 103): the real one follows
+        start = 0
+
+
+class Inflater:
+    """Decodes a gzip or deflate body, never to more than MAX_EXPANSION times the
+    compressed bytes so far (plus 1 MiB): a decompression bomb is an error, not a
+    memory spike."""
+
+    __slots__ = ("compressed", "decoder", "inflated")
+
+    def __init__(self, coding: str) -> None:
+        if coding in ("gzip", "x-gzip"):
+            self.decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self.decoder = zlib.decompressobj(zlib.MAX_WBITS)
+        else:
+            raise HttpProtocolError(
+                f"the response has Content-Encoding {coding!r}; this transport decodes gzip "
+                "and deflate (it asks for identity): use transport='aiohttp' for others"
+            )
+        self.compressed = self.inflated = 0  # bytes into and out of the decoder
+
+    @classmethod
+    def of(cls, headers: Mapping[str, str]) -> Inflater | None:
+        """The decoder the response's Content-Encoding needs; None for identity."""
+        coding = headers.get("content-encoding", "identity").strip().lower()
+        return None if coding in ("", "identity") else cls(coding)
+
+    def inflate(self, piece: bytes, received: int) -> bytes:
+        """``piece`` decompressed (``received``: decoded body bytes before it)."""
+        self.compressed += len(piece)
+        room = MAX_EXPANSION * self.compressed + HIGH_WATER - self.inflated
+        try:
+            out: bytes = self.decoder.decompress(piece, max(room, 1))
+        except zlib.error as exc:
+            raise HttpProtocolError(f"the compressed body is corrupt: {exc}") from None
+        self.inflated += len(out)
+        if self.decoder.unconsumed_tail:
+            raise HttpProtocolError(
+                f"the compressed body expands more than {MAX_EXPANSION}x its size "
+                f"(after {received + len(out)} bytes): refused as a decompression bomb"
+            )
+        return out
+
+    def flush(self) -> bytes:
+        out: bytes = self.decoder.flush()
+        return out
+
+
+def framing(status: int, items: Mapping[str, str], http11: bool) -> tuple[int, bool, int]:
+    """How a response's body is framed (RFC 9112 section 6.3): the state to read it in,
+    whether the connection may be kept alive, and a ``Content-Length`` (-1: none)."""
+    keep_alive = http11 and "close" not in items.get("connection", "").lower()
+    coding = items.get("transfer-encoding")
+    if coding is not None:
+        if coding.lower().rsplit(",", 1)[-1].strip() == "chunked":
+            return CHUNKED, keep_alive, -1
+        return UNTIL_CLOSE, False, -1
+    length = items.get("content-length")
+    if length is not None:
+        values = {v.strip() for v in length.split(",")}
+        value = values.pop()
+        if values or not value.isdigit():
+            raise HttpProtocolError(f"the response has an invalid Content-Length {length!r}")
+        return LENGTH, keep_alive, int(value)
+    if status in (204, 304):
+        return LENGTH, keep_alive, 0
+    return UNTIL_CLOSE, False, -1
 
 
 class Connection(asyncio.Protocol):
@@ -129,8 +216,7 @@ class Connection(asyncio.Protocol):
         self.buffered = 0  # decoded bytes in ``body``
         self.received = 0  # decoded bytes handed out or buffered
         self.response: tuple[int, str, Headers] | None = None
-        self.decoder: Any = None
-        self.compressed = self.inflated = 0  # bytes into and out of the decoder
+        self.decoder: Inflater | None = None
         self.keep_alive = False
         self.done = False
         self.error: BaseException | None = None
@@ -141,6 +227,13 @@ class Connection(asyncio.Protocol):
         self.drainer: asyncio.Future[None] | None = None
         self.got_bytes = False  # any byte of this response arrived
         self.on_idle_lost: Any = None  # the pool's callback for an idle connection that closed
+        # H11: while a reader pumps the body, each framed piece goes to ``sink`` inside
+        # data_received and the reader is woken only at the end (or a failure).
+        self.sink: Callable[[bytes], object] | None = None
+        self.sink_error: Exception | None = None  # what ``sink`` raised; it is then dropped
+        self.stamp = 0.0  # loop time of the last read while a pump has a timeout
+        self.stamping = False
+        self.timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -171,6 +264,12 @@ class Connection(asyncio.Protocol):
             self._fail(exc)
             if self.transport is not None:
                 self.transport.close()
+        if self.sink is not None and not self.done and self.error is None:
+            if self.stamping:  # H11: the pump's idle timer reads it when it fires
+                self.stamp = self.loop.time()
+            return  # H11: mid-body, a pumped reader has nothing to wake for
+        if self.sink_error is not None and self.transport is not None:
+            self.transport.close()  # the rest of this body has nowhere to go
         if self.buffered > HIGH_WATER and not self.reading_paused and self.transport is not None:
             self.reading_paused = True
             self.transport.pause_reading()
@@ -216,8 +315,8 @@ class Connection(asyncio.Protocol):
         self.left = self.buffered = self.received = 0
         self.body = []
         self.response = self.decoder = None
-        self.compressed = self.inflated = 0
         self.done = self.got_bytes = False
+        self.sink = self.sink_error = None
         self.transport.write(request)
 
     async def drain(self) -> None:
@@ -241,6 +340,37 @@ class Connection(asyncio.Protocol):
             self.waiter = None
             if timer is not None:
                 timer.cancel()
+
+    async def pump(self, sink: Callable[[bytes], object], timeout: float | None) -> None:
+        """Hand every body piece still to come to ``sink`` as it is framed, inside
+        ``data_received``; return at the end of the body, a failure, or when ``sink``
+        raised (``sink_error``). TimeoutError when no bytes arrive for ``timeout`` (H11).
+        """
+        loop = self.loop
+        waiter = self.waiter = loop.create_future()
+        self.sink = sink
+        if timeout is not None:
+            self.stamping = True
+            self.stamp = loop.time()
+            self.timer = loop.call_at(self.stamp + timeout, self._idle, waiter, timeout)
+        try:
+            await waiter
+        finally:
+            self.waiter = self.sink = None
+            self.stamping = False
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+    def _idle(self, waiter: asyncio.Future[None], timeout: float) -> None:
+        """The pump's one timer: expire when the last read is ``timeout`` old, else
+        wait for the rest (a timer per read would cost what a wake does)."""
+        due = self.stamp + timeout
+        if self.loop.time() >= due:
+            self.timer = None
+            _expire(waiter)
+        else:
+            self.timer = self.loop.call_at(due, self._idle, waiter, timeout)
 
     def take(self) -> bytes:
         """Every body byte buffered, in one piece."""
@@ -281,101 +411,51 @@ class Connection(asyncio.Protocol):
     # --- framing ------------------------------------------------------------------------------
 
     def _head(self, data: bytes) -> bytes:
-        if not self.head:  # H9: the usual case, the whole head in the first read, parsed from it
-            end = data.find(b"\r\n\r\n")
-            if end >= 0:
-                status, reason, headers, http11 = parse_head(data[:end])
-                if not 100 <= status < 200:
-                    self._frame(status, headers, http11)
-                    self.response = (status, reason, headers)
-                    return data[end + 4 :]
-        head = self.head
-        start = max(0, len(head) - 3)
-        head += data
-        while True:
-            end = head.find(b"\r\n\r\n", start)
-            if end < 0:
-                if len(head) > MAX_HEAD:
-                    raise HttpProtocolError(
-                        f"the response head is over {MAX_HEAD} bytes without its blank line"
-                    )
-                return b""
-            status, reason, headers, http11 = parse_head(bytes(head[:end]))
-            rest = bytes(head[end + 4 :])
-            del head[:]
-            if 100 <= status < 200:
-                if status == 101:
-                    raise HttpProtocolError(
-                        "the server switched protocols (101); nothing asked it to"
-                    )
-                head += rest  # an interim response (100 Continue, 103): the real one follows
-                start = 0
-                continue
+        found, rest = read_head(self.head, data)
+        if found is not None:
+            status, reason, headers, http11 = found
             self._frame(status, headers, http11)
             self.response = (status, reason, headers)
-            return rest
+        return rest
 
     def _frame(self, status: int, headers: Headers, http11: bool) -> None:
         items = headers._items  # lower-case names: looked up as they are
-        self.keep_alive = http11 and "close" not in items.get("connection", "").lower()
-        self.decoder = _decoder(items) if "content-encoding" in items else None
-        coding = items.get("transfer-encoding")
-        if coding is not None:
-            if coding.lower().rsplit(",", 1)[-1].strip() == "chunked":
-                self.state = CHUNKED
-                self.chunks = ChunkedDecoder()
-            else:
-                self.state, self.keep_alive = UNTIL_CLOSE, False
-            return
-        length = items.get("content-length")
-        if length is not None:
-            values = {v.strip() for v in length.split(",")}
-            value = values.pop()
-            if values or not value.isdigit():
-                raise HttpProtocolError(f"the response has an invalid Content-Length {length!r}")
-            self.left = int(value)
-            self.state = LENGTH
-            if self.left == 0:
+        self.state, self.keep_alive, length = framing(status, items, http11)
+        self.decoder = Inflater.of(items) if "content-encoding" in items else None
+        if self.state == CHUNKED:
+            self.chunks = ChunkedDecoder()
+        elif self.state == LENGTH:
+            self.left = length
+            if length == 0:
                 self._finish()
-            return
-        if status in (204, 304):
-            self.state = LENGTH
-            self._finish()
-            return
-        self.state, self.keep_alive = UNTIL_CLOSE, False
 
     def _put(self, piece: bytes) -> None:
         if self.decoder is not None:
-            piece = self._inflate(piece)
+            piece = self.decoder.inflate(piece, self.received)
             if not piece:
                 return
-        self.body.append(piece)
-        self.buffered += len(piece)
-        self.received += len(piece)
+        self._deliver(piece)
 
-    def _inflate(self, piece: bytes) -> bytes:
-        """Decompressed ``piece``, never more than MAX_EXPANSION times the compressed
-        bytes so far (plus 1 MiB): a decompression bomb is an error, not a memory spike."""
-        self.compressed += len(piece)
-        room = MAX_EXPANSION * self.compressed + HIGH_WATER - self.inflated
+    def _deliver(self, piece: bytes) -> None:
+        self.received += len(piece)
+        sink = self.sink
+        if sink is None:
+            if self.sink_error is None:  # after a sink failed, the rest is dropped
+                self.body.append(piece)
+                self.buffered += len(piece)
+            return
         try:
-            out: bytes = self.decoder.decompress(piece, max(room, 1))
-        except zlib.error as exc:
-            raise HttpProtocolError(f"the compressed body is corrupt: {exc}") from None
-        self.inflated += len(out)
-        if self.decoder.unconsumed_tail:
-            raise HttpProtocolError(
-                f"the compressed body expands more than {MAX_EXPANSION}x its size "
-                f"(after {self.received + len(out)} bytes): refused as a decompression bomb"
-            )
-        return out
+            sink(piece)
+        except Exception as exc:  # H11: the reader's own error, raised to it by pump()
+            self.sink = None
+            self.sink_error = exc
+            self.keep_alive = False
 
     def _finish(self) -> None:
         if self.decoder is not None:
             rest = self.decoder.flush()
             if rest:
-                self.body.append(rest)
-                self.received += len(rest)
+                self._deliver(rest)
         self.state = DONE
         self.done = True
 

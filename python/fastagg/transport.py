@@ -45,6 +45,7 @@ __all__ = [
     "Response",
     "Transport",
     "make_transport",
+    "pump",
 ]
 
 MAX_KEEPALIVE = 20  # httpx's idle connections
@@ -74,6 +75,25 @@ class Response(Protocol):
     async def aclose(self) -> None:
         """Close the response; the connection goes back to the pool only when the body was read."""
         ...
+
+
+async def pump(body: AsyncIterator[bytes], feed: Callable[[bytes], object]) -> None:
+    """Call ``feed`` with every chunk of ``body``, in order, then return (H11).
+
+    ``body`` is what ``GeminiClient.stream()`` gives (any async iterator of
+    bytes). On the default transport the chunks are fed inside the socket's
+    read callback, and the caller's task is woken once, at the end, instead of
+    once per read; on the others this is ``async for chunk in body:
+    feed(chunk)``. Errors are those of iterating ``body``, raised after every
+    byte before them was fed (H7); what ``feed`` raises ends the body and is
+    raised as it is.
+    """
+    own = getattr(body, "pump", None)
+    if own is not None:
+        await own(feed)
+        return
+    async for chunk in body:
+        feed(chunk)
 
 
 @runtime_checkable

@@ -1,0 +1,232 @@
+"""fastagg.transport.pump (H11): a body handed to a callable as it arrives, on every
+transport; on the default one inside the socket's read callback, with one wake of the
+reader per body."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fastagg import _http1
+from fastagg.client import GeminiClient
+from fastagg.errors import ProviderError
+from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
+from fastagg.transport import pump
+
+REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
+CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usage(3, 2))]
+MANY = [chunk(text(f"word {i} ")) for i in range(12)] + [final(signature("s"))]
+DROP_ERROR = {
+    "aiohttp": "ClientPayloadError",
+    "asyncio": "IncompleteBody",
+    "httpx": "RemoteProtocolError",
+}
+
+
+def frames(chunks: list[dict[str, Any]]) -> bytes:
+    return b"".join(
+        b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
+        for c in chunks
+    )
+
+
+async def pumped(
+    client: GeminiClient, feed: Callable[[bytes], object], timeout: float | None = None
+) -> None:
+    async with client.stream(REQUEST, timeout=timeout) as body:
+        await pump(body, feed)
+
+
+async def test_h11_pump_feeds_the_body_bytes_unchanged_and_in_order(transport: str) -> None:
+    pieces: list[bytes] = []
+    async with (
+        FakeGemini([Step(MANY, tiny_writes=7)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        await pumped(client, pieces.append)
+    assert b"".join(pieces) == frames(MANY)
+    assert all(type(piece) is bytes and piece for piece in pieces)
+
+
+async def test_h11_a_drop_mid_body_feeds_what_came_then_raises_as_iteration_does(
+    transport: str,
+) -> None:
+    pieces: list[bytes] = []
+    async with (
+        FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        with pytest.raises(ProviderError) as info:
+            await pumped(client, pieces.append)
+    received = b"".join(pieces)
+    assert received == frames(CHUNKS[:1])  # H7: nothing received is lost
+    assert (info.value.kind, info.value.retryable, info.value.status) == ("connection", True, None)
+    assert info.value.message.startswith(
+        f"connection failed after {len(received)} bytes of the body: {DROP_ERROR[transport]}"
+    )
+
+
+async def test_h11_bytes_that_came_before_the_pump_are_fed_first(transport: str) -> None:
+    # The first chunk and the close both arrive before the pump starts.
+    pieces: list[bytes] = []
+    async with (
+        FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        with pytest.raises(ProviderError) as info:
+            async with client.stream(REQUEST, timeout=None) as body:
+                await asyncio.sleep(0.3)
+                await pump(body, pieces.append)
+    assert b"".join(pieces) == frames(CHUNKS[:1])
+    assert info.value.kind == "connection"
+
+
+async def test_h11_no_bytes_for_the_timeout_is_a_timeout_error_after_what_came(
+    transport: str,
+) -> None:
+    pieces: list[bytes] = []
+    async with (
+        FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf"))]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        with pytest.raises(ProviderError) as info:
+            await pumped(client, pieces.append, timeout=0.2)
+    received = b"".join(pieces)
+    assert received == frames(CHUNKS[:1])
+    assert (info.value.kind, info.value.code, info.value.retryable) == (
+        "timeout",
+        "DEADLINE_EXCEEDED",
+        True,
+    )
+    assert info.value.message.startswith(f"timed out after {len(received)} bytes of the body")
+
+
+async def test_h11_the_timeout_bounds_each_wait_for_bytes_not_the_whole_body(
+    transport: str,
+) -> None:
+    # 13 chunks 0.1 s apart take 1.2 s; no wait is longer than 0.1 s, so a 1 s
+    # timeout never passes (a timer armed once for the whole body would fire).
+    pieces: list[bytes] = []
+    async with (
+        FakeGemini([Step(MANY, chunk_interval=0.1)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        await pumped(client, pieces.append, timeout=1.0)
+    assert b"".join(pieces) == frames(MANY)
+
+
+async def test_h11_what_feed_raises_ends_the_body_and_is_raised_as_it_is(transport: str) -> None:
+    failure = ValueError("the consumer refused the bytes")
+    calls: list[bytes] = []
+
+    def refuse(piece: bytes) -> None:
+        calls.append(piece)
+        raise failure
+
+    async with (
+        FakeGemini([Step(MANY, chunk_interval=0.05), CHUNKS]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        with pytest.raises(ValueError) as info:
+            await pumped(client, refuse)
+        assert info.value is failure
+        assert len(calls) == 1  # nothing is fed after the feed failed
+        # The cut body's connection is not reused: the next request is answered whole.
+        pieces: list[bytes] = []
+        await pumped(client, pieces.append)
+    assert b"".join(pieces) == frames(CHUNKS)
+
+
+async def test_h11_a_cancelled_pump_closes_the_response_and_the_next_request_works(
+    transport: str,
+) -> None:
+    started = asyncio.Event()
+    pieces: list[bytes] = []
+
+    def feed(piece: bytes) -> None:
+        started.set()
+
+    async with (
+        FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf")), CHUNKS]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
+    ):
+        task = asyncio.create_task(pumped(client, feed))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await pumped(client, pieces.append)
+    assert b"".join(pieces) == frames(CHUNKS)
+
+
+async def test_h11_a_gzip_body_is_fed_decoded() -> None:
+    body = frames(MANY)
+    packed = gzip.compress(body)
+    answer = b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(packed),
+        packed,
+    )
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    pieces: list[bytes] = []
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        await pumped(client, pieces.append)
+    assert b"".join(pieces) == body
+
+
+async def test_h11_on_the_default_transport_bytes_are_fed_in_the_read_callback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every piece after the response head is fed from data_received, and the reader
+    # waits once for the whole body instead of once per socket read.
+    callers: list[str] = []
+    waits: list[float | None] = []
+    wait = _http1.Connection.wait
+
+    async def counted_wait(self: _http1.Connection, timeout: float | None) -> None:
+        waits.append(timeout)
+        await wait(self, timeout)
+
+    monkeypatch.setattr(_http1.Connection, "wait", counted_wait)
+
+    def feed(piece: bytes) -> None:
+        frame = sys._getframe(1)
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back  # type: ignore[assignment]
+        callers.append("data_received" if "data_received" in names else "reader")
+
+    async with (
+        FakeGemini([Step(MANY, chunk_interval=0.02)]) as server,
+        GeminiClient("m", api_key="k", base_url=server.url, transport="asyncio") as client,
+    ):
+        async with client.stream(REQUEST, timeout=None) as body:
+            waited = len(waits)  # for the response head
+            await pump(body, feed)
+    assert len(callers) == len(MANY)  # one socket read per chunk, 20 ms apart
+    assert callers[1:] == ["data_received"] * (len(MANY) - 1)
+    assert len(waits) == waited  # the body took no per-read wait
+
+
+async def test_h11_any_async_iterator_is_pumped_chunk_by_chunk() -> None:
+    async def body() -> Any:
+        for piece in (b"a", b"bc", b"def"):
+            yield piece
+
+    pieces: list[bytes] = []
+    await pump(body(), pieces.append)
+    assert pieces == [b"a", b"bc", b"def"]
