@@ -418,3 +418,58 @@ async def test_validator_refuses_parallel_calls_split_into_interleaved_turns() -
         error = await service_answer(server, request)
     assert error.status == 400
     assert error.message.startswith("Function call is missing a thought_signature")
+
+
+# --- H11: without a sink the default transport pushes the body into the aggregator --------
+
+
+async def test_h11_l70_without_a_sink_the_default_transport_pumps_each_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fastagg._asyncio_transport import AsyncioResponse
+
+    pumped: list[int] = []
+    pump = AsyncioResponse.pump
+
+    async def counted(self: AsyncioResponse, feed: Any) -> None:
+        pumped.append(self.status)
+        await pump(self, feed)
+
+    monkeypatch.setattr(AsyncioResponse, "pump", counted)
+    quiet, server = await turn("asyncio", demo_scenario())
+    assert pumped == [200] * len(server.requests)
+    pumped.clear()
+    events: list[Any] = []
+    loud, _ = await turn("asyncio", demo_scenario(), on_event=events.append)
+    assert pumped == []  # with a sink the deltas are delivered chunk by chunk
+    assert (quiet.stop_reason, quiet.text, quiet.contents) == (
+        loud.stop_reason,
+        loud.text,
+        loud.contents,
+    )
+    assert quiet.stop_reason == StopReason.COMPLETED
+
+
+BAD_PAYLOAD = (
+    b'data: {"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}\r\n\r\ndata: {oops\r\n\r\n'
+)
+
+
+@pytest.mark.parametrize("sink", [False, True], ids=["pumped", "iterated"])
+async def test_h11_l19_a_bad_payload_ends_the_stream_the_same_with_or_without_a_sink(
+    sink: bool, transport: str
+) -> None:
+    events: list[Any] = []
+    kwargs = {"on_event": events.append} if sink else {}
+    result, server = await turn(transport, [Step(raw=BAD_PAYLOAD), Step(raw=BAD_PAYLOAD)], **kwargs)
+    assert result.stop_reason == StopReason.PROVIDER_ERROR
+    assert (result.error.kind, result.error.code) == ("malformed", "MALFORMED_STREAM")
+    assert result.error.message == (
+        "event 1 at byte 68 is not valid JSON; it was skipped "
+        "(is this the body of a streamGenerateContent response?)"
+    )
+    # "Hi" streamed first: visible output, so not retried (L3), and its text counts (L20).
+    assert (result.retries["provider"], len(server.requests)) == (0, 1)
+    assert result.text == (
+        "Hi\n\nThe model service failed (unreadable response stream). Please try again."
+    )

@@ -163,24 +163,36 @@ async def _read_body(
     waiting = clock.open_first_output()
     try:
         async with body as chunks:
-            async for chunk in chunks:
-                if waiting:
-                    waiting = False
-                    clock.close_first_output()
-                clock.progress()
+            # H11, L70: without a sink nothing is awaited per chunk, so a transport that
+            # pushes (the default) feeds the aggregator inside its read callback.
+            pump = None if active else getattr(chunks, "pump", None)
+            if pump is not None:
+                sink = _Sink(agg.feed, clock, events, waiting)
                 try:
-                    deltas = agg.feed(chunk)
+                    await pump(sink)
                 except MalformedStreamError as exc:  # L19: a bad payload ends the stream
-                    visible = await events.deliver(exc.deltas) or visible
-                    error = ProviderError(
-                        None, "MALFORMED_STREAM", str(exc), True, kind="malformed"
-                    )
-                    break
-                if deltas:
-                    if active:
-                        visible = await events.deliver(deltas) or visible
-                    else:  # L70: no sink, nothing to await
-                        visible = visible or events.seen(deltas)
+                    visible = await events.deliver(exc.deltas)
+                    error = _malformed(exc)
+                finally:
+                    waiting = sink.waiting
+                visible = sink.seen or visible
+            else:
+                async for chunk in chunks:
+                    if waiting:
+                        waiting = False
+                        clock.close_first_output()
+                    clock.progress()
+                    try:
+                        deltas = agg.feed(chunk)
+                    except MalformedStreamError as exc:  # L19: a bad payload ends the stream
+                        visible = await events.deliver(exc.deltas) or visible
+                        error = _malformed(exc)
+                        break
+                    if deltas:
+                        if active:
+                            visible = await events.deliver(deltas) or visible
+                        else:  # L70: no sink, nothing to await
+                            visible = visible or events.seen(deltas)
         if error is None:
             deltas = wire.drain(agg)
             if deltas:
@@ -201,3 +213,33 @@ async def _read_body(
     if not active:  # L70: the aggregator's own flag, where it keeps one (R5)
         visible = wire.visible(agg) or visible
     return error, visible
+
+
+def _malformed(exc: MalformedStreamError) -> ProviderError:
+    return ProviderError(None, "MALFORMED_STREAM", str(exc), True, kind="malformed")
+
+
+class _Sink:
+    """What a pushing transport calls with each chunk (H11): the per-chunk work of
+    :func:`_read_body`'s loop without a sink (L70), inside the read callback."""
+
+    __slots__ = ("clock", "events", "feed", "seen", "waiting")
+
+    def __init__(
+        self, feed: Callable[[bytes], Any], clock: TurnClock, events: DeltaEvents, waiting: bool
+    ) -> None:
+        self.feed = feed
+        self.clock = clock
+        self.events = events
+        self.waiting = waiting  # the first-output window is open (L22)
+        self.seen = False  # visible output in the deltas (an aggregator without the flag)
+
+    def __call__(self, chunk: bytes) -> None:
+        clock = self.clock
+        if self.waiting:
+            self.waiting = False
+            clock.close_first_output()
+        clock.progress()
+        deltas = self.feed(chunk)
+        if deltas and not self.seen:
+            self.seen = self.events.seen(deltas)
