@@ -19,6 +19,7 @@ from ._fastagg import InteractionResponse, StreamAggregator
 from ._json import JSONObject
 from .client import GeminiClient
 from .errors import ProviderError
+from .transport import pump
 
 __all__ = ["InteractionsClient"]
 
@@ -61,15 +62,13 @@ class InteractionsClient(GeminiClient):
         :class:`ProviderError` is raised. ``on_delta`` sees every delta.
         """
         agg = StreamAggregator(api="interactions")
+        feed = agg.feed if on_delta is None else _delivering(agg.feed, on_delta)
         resumes = 0
         opened = self.create(request, timeout=timeout)
         while True:
             try:
                 async with opened as body:
-                    async for chunk in body:
-                        for delta in agg.feed(chunk):
-                            if on_delta is not None:
-                                on_delta(delta)
+                    await pump(body, feed)  # H11: on_delta is synchronous, nothing to await
                 return agg.close()
             except ProviderError as exc:
                 seen = agg.snapshot()
@@ -84,3 +83,13 @@ class InteractionsClient(GeminiClient):
                 resumes += 1
                 agg.reconnect()
                 opened = self.resume(interaction_id, seen.last_event_id, timeout=timeout)
+
+
+def _delivering(
+    feed: Callable[[bytes], list[Any]], on_delta: Callable[[Any], object]
+) -> Callable[[bytes], None]:
+    def deliver(chunk: bytes) -> None:
+        for delta in feed(chunk):
+            on_delta(delta)
+
+    return deliver
