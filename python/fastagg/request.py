@@ -183,13 +183,13 @@ class RequestGuard:
                     raise InvalidRequestError(
                         f"contents[{i}].parts[{j}] is not an object", f"contents[{i}].parts[{j}]"
                     )
-                call = part.get("functionCall")
+                # L71: a text part costs two membership tests, no method call.
+                call = part["functionCall"] if "functionCall" in part else None
                 if call is not None and (type(call) is dict or isinstance(call, Mapping)):
                     if not calls:
                         first_at = j
-                        signed = isinstance(part.get("thoughtSignature"), str) and bool(
-                            part["thoughtSignature"]
-                        )
+                        signature = part.get("thoughtSignature")
+                        signed = isinstance(signature, str) and signature != ""
                     calls.append(call)  # type: ignore[arg-type]
                 elif "functionResponse" in part:
                     raise InvalidRequestError(
@@ -201,17 +201,19 @@ class RequestGuard:
                 if self._require_signatures and not signed:
                     self._unsigned.append(f"contents[{i}].parts[{first_at}]")
         else:
-            responses = []
+            responses: list[tuple[int, Any]] = []
             for j, part in enumerate(parts):
                 if type(part) is not dict and not isinstance(part, Mapping):
                     raise InvalidRequestError(
                         f"contents[{i}].parts[{j}] is not an object", f"contents[{i}].parts[{j}]"
                     )
-                response = part.get("functionResponse")
-                if response is not None:
-                    responses.append((j, response))
-            if self._pending is not None:
-                self._match(i, self._pending, responses)
+                if "functionResponse" in part:  # L71: no method call for a text part
+                    response = part["functionResponse"]
+                    if response is not None:
+                        responses.append((j, response))
+            pending = self._pending
+            if pending is not None:
+                self._match(i, pending, responses)
                 self._pending = None
             elif responses:
                 j = responses[0][0]
@@ -231,23 +233,29 @@ class RequestGuard:
                 f"{len(calls)} function call(s); the numbers must be equal",
                 f"contents[{i}]",
             )
-        for k, ((j, response), call) in enumerate(zip(responses, calls, strict=True)):
+        k = 0
+        for j, response in responses:  # L71: in step with the calls, no zip or enumerate
+            call = calls[k]
             if type(response) is not dict and not isinstance(response, Mapping):
                 at = f"contents[{i}].parts[{j}]"
                 raise InvalidRequestError(f"{at}.functionResponse is not an object", at)
-            if response.get("name") != call.get("name"):
+            name = response.get("name")
+            if name != call.get("name"):
                 at = f"contents[{i}].parts[{j}]"
                 raise InvalidRequestError(
-                    f"{at}: function response {k} is named {response.get('name')!r} but call {k} of "
+                    f"{at}: function response {k} is named {name!r} but call {k} of "
                     f"contents[{i - 1}] is {call.get('name')!r}; responses must follow the call order",
                     at,
                 )
-            rid, cid = response.get("id"), call.get("id")
-            if rid is not None and cid is not None and rid != cid:
-                at = f"contents[{i}].parts[{j}]"
-                raise InvalidRequestError(
-                    f"{at}: function response id {rid!r} does not match call id {cid!r}", at
-                )
+            rid = response.get("id")
+            if rid is not None:
+                cid = call.get("id")
+                if cid is not None and rid != cid:
+                    at = f"contents[{i}].parts[{j}]"
+                    raise InvalidRequestError(
+                        f"{at}: function response id {rid!r} does not match call id {cid!r}", at
+                    )
+            k += 1
 
 
 def strip_signatures(contents: list[Content], *, sentinel: bool = True) -> list[Content]:
