@@ -115,3 +115,19 @@ def loop_thread() -> Iterator[LoopThread]:
     thread = LoopThread()
     yield thread
     thread.close()
+
+
+@pytest.fixture
+def pump_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The status of every response the default transport pumped (H11), in order."""
+    from fastagg._asyncio_transport import AsyncioResponse
+
+    calls: list[int] = []
+    pump = AsyncioResponse.pump
+
+    async def counted(self: AsyncioResponse, feed: Callable[[bytes], object]) -> None:
+        calls.append(self.status)
+        await pump(self, feed)
+
+    monkeypatch.setattr(AsyncioResponse, "pump", counted)
+    return calls

@@ -424,24 +424,14 @@ async def test_validator_refuses_parallel_calls_split_into_interleaved_turns() -
 
 
 async def test_h11_l70_without_a_sink_the_default_transport_pumps_each_body(
-    monkeypatch: pytest.MonkeyPatch,
+    pump_calls: list[int],
 ) -> None:
-    from fastagg._asyncio_transport import AsyncioResponse
-
-    pumped: list[int] = []
-    pump = AsyncioResponse.pump
-
-    async def counted(self: AsyncioResponse, feed: Any) -> None:
-        pumped.append(self.status)
-        await pump(self, feed)
-
-    monkeypatch.setattr(AsyncioResponse, "pump", counted)
     quiet, server = await turn("asyncio", demo_scenario())
-    assert pumped == [200] * len(server.requests)
-    pumped.clear()
+    assert pump_calls == [200] * len(server.requests)
+    pump_calls.clear()
     events: list[Any] = []
     loud, _ = await turn("asyncio", demo_scenario(), on_event=events.append)
-    assert pumped == []  # with a sink the deltas are delivered chunk by chunk
+    assert pump_calls == []  # with a sink the deltas are delivered chunk by chunk
     assert (quiet.stop_reason, quiet.text, quiet.contents) == (
         loud.stop_reason,
         loud.text,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import pytest
 from conftest import LoopThread
 from fastagg.client import GeminiClient, parse_retry_after, provider_error_from_response
 from fastagg.errors import ProviderError
-from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
+from fastagg.testing import FakeGemini, Step
 from fastagg.testing.validate import MSG_MULTI_TURN_END
 from fastagg.transport import (
     AiohttpTransport,
@@ -25,28 +24,16 @@ from fastagg.transport import (
     HttpxTransport,
     Response,
     Transport,
+    pump,
 )
+from http_bodies import CHUNKS, DROP_ERROR, REQUEST, frames
 
-REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
-CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usage(3, 2))]
 # The stack's own exception name follows the transport-neutral prefix (H5).
 CONNECT_ERROR = {
     "aiohttp": "ClientConnectorError",
     "asyncio": "ConnectionRefusedError",
     "httpx": "ConnectError",
 }
-DROP_ERROR = {
-    "aiohttp": "ClientPayloadError",
-    "asyncio": "IncompleteBody",
-    "httpx": "RemoteProtocolError",
-}
-
-
-def frames(chunks: list[dict[str, Any]]) -> bytes:
-    return b"".join(
-        b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
-        for c in chunks
-    )
 
 
 async def read_all(
@@ -567,11 +554,12 @@ async def test_h5_connection_dropped_mid_stream_is_a_retryable_connection_error(
     )
 
 
-async def test_h7_bytes_buffered_before_a_drop_are_yielded_before_the_error(
-    transport: str,
+@pytest.mark.parametrize("way", ["iterated", "pumped"])
+async def test_h7_h11_bytes_buffered_before_a_drop_are_handed_over_before_the_error(
+    transport: str, way: str
 ) -> None:
     # The first chunk and the close both arrive before the body is read at all.
-    received = b""
+    pieces: list[bytes] = []
     async with (
         FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
         GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
@@ -579,8 +567,12 @@ async def test_h7_bytes_buffered_before_a_drop_are_yielded_before_the_error(
         with pytest.raises(ProviderError) as info:
             async with client.stream(REQUEST, timeout=None) as body:
                 await asyncio.sleep(0.3)
-                async for piece in body:
-                    received += piece
+                if way == "pumped":
+                    await pump(body, pieces.append)
+                else:
+                    async for piece in body:
+                        pieces.append(piece)
+    received = b"".join(pieces)
     assert received == frames(CHUNKS[:1])
     assert info.value.kind == "connection"
     assert info.value.message.startswith(f"connection failed after {len(received)} bytes")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,24 +15,11 @@ import pytest
 from fastagg import _http1
 from fastagg.client import GeminiClient
 from fastagg.errors import ProviderError
-from fastagg.testing import FakeGemini, Step, chunk, final, signature, text, usage
+from fastagg.testing import FakeGemini, Step, chunk, final, signature, text
 from fastagg.transport import pump
+from http_bodies import CHUNKS, DROP_ERROR, REQUEST, frames
 
-REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
-CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usage(3, 2))]
 MANY = [chunk(text(f"word {i} ")) for i in range(12)] + [final(signature("s"))]
-DROP_ERROR = {
-    "aiohttp": "ClientPayloadError",
-    "asyncio": "IncompleteBody",
-    "httpx": "RemoteProtocolError",
-}
-
-
-def frames(chunks: list[dict[str, Any]]) -> bytes:
-    return b"".join(
-        b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
-        for c in chunks
-    )
 
 
 async def pumped(
@@ -43,13 +29,20 @@ async def pumped(
         await pump(body, feed)
 
 
-async def test_h11_pump_feeds_the_body_bytes_unchanged_and_in_order(transport: str) -> None:
-    pieces: list[bytes] = []
+async def pump_one(
+    step: Step, transport: str, pieces: list[bytes], timeout: float | None = None
+) -> None:
+    """Pump one request that FakeGemini answers with ``step`` into ``pieces``."""
     async with (
-        FakeGemini([Step(MANY, tiny_writes=7)]) as server,
+        FakeGemini([step]) as server,
         GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
     ):
-        await pumped(client, pieces.append)
+        await pumped(client, pieces.append, timeout)
+
+
+async def test_h11_pump_feeds_the_body_bytes_unchanged_and_in_order(transport: str) -> None:
+    pieces: list[bytes] = []
+    await pump_one(Step(MANY, tiny_writes=7), transport, pieces)
     assert b"".join(pieces) == frames(MANY)
     assert all(type(piece) is bytes and piece for piece in pieces)
 
@@ -58,12 +51,8 @@ async def test_h11_a_drop_mid_body_feeds_what_came_then_raises_as_iteration_does
     transport: str,
 ) -> None:
     pieces: list[bytes] = []
-    async with (
-        FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
-    ):
-        with pytest.raises(ProviderError) as info:
-            await pumped(client, pieces.append)
+    with pytest.raises(ProviderError) as info:
+        await pump_one(Step(CHUNKS, drop_after=1), transport, pieces)
     received = b"".join(pieces)
     assert received == frames(CHUNKS[:1])  # H7: nothing received is lost
     assert (info.value.kind, info.value.retryable, info.value.status) == ("connection", True, None)
@@ -72,31 +61,12 @@ async def test_h11_a_drop_mid_body_feeds_what_came_then_raises_as_iteration_does
     )
 
 
-async def test_h11_bytes_that_came_before_the_pump_are_fed_first(transport: str) -> None:
-    # The first chunk and the close both arrive before the pump starts.
-    pieces: list[bytes] = []
-    async with (
-        FakeGemini([Step(CHUNKS, drop_after=1)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
-    ):
-        with pytest.raises(ProviderError) as info:
-            async with client.stream(REQUEST, timeout=None) as body:
-                await asyncio.sleep(0.3)
-                await pump(body, pieces.append)
-    assert b"".join(pieces) == frames(CHUNKS[:1])
-    assert info.value.kind == "connection"
-
-
 async def test_h11_no_bytes_for_the_timeout_is_a_timeout_error_after_what_came(
     transport: str,
 ) -> None:
     pieces: list[bytes] = []
-    async with (
-        FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf"))]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
-    ):
-        with pytest.raises(ProviderError) as info:
-            await pumped(client, pieces.append, timeout=0.2)
+    with pytest.raises(ProviderError) as info:
+        await pump_one(Step(CHUNKS, pause_after=1, pause=float("inf")), transport, pieces, 0.2)
     received = b"".join(pieces)
     assert received == frames(CHUNKS[:1])
     assert (info.value.kind, info.value.code, info.value.retryable) == (
@@ -113,11 +83,7 @@ async def test_h11_the_timeout_bounds_each_wait_for_bytes_not_the_whole_body(
     # 13 chunks 0.1 s apart take 1.2 s; no wait is longer than 0.1 s, so a 1 s
     # timeout never passes (a timer armed once for the whole body would fire).
     pieces: list[bytes] = []
-    async with (
-        FakeGemini([Step(MANY, chunk_interval=0.1)]) as server,
-        GeminiClient("m", api_key="k", base_url=server.url, transport=transport) as client,
-    ):
-        await pumped(client, pieces.append, timeout=1.0)
+    await pump_one(Step(MANY, chunk_interval=0.1), transport, pieces, 1.0)
     assert b"".join(pieces) == frames(MANY)
 
 
