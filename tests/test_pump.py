@@ -196,3 +196,22 @@ async def test_h11_any_async_iterator_is_pumped_chunk_by_chunk() -> None:
     pieces: list[bytes] = []
     await pump(body(), pieces.append)
     assert pieces == [b"a", b"bc", b"def"]
+
+
+async def test_h11_a_coroutine_function_as_feed_is_a_clear_error_before_anything_is_read() -> None:
+    read: list[bytes] = []
+
+    async def body() -> Any:
+        read.append(b"x")
+        yield b"x"
+
+    async def feed(piece: bytes) -> None: ...
+
+    with pytest.raises(TypeError) as info:
+        await pump(body(), feed)
+    assert str(info.value) == (
+        "pump() calls feed synchronously, once per piece; test_h11_a_coroutine_function_as_feed_"
+        "is_a_clear_error_before_anything_is_read.<locals>.feed is a coroutine function: iterate "
+        "the body instead (async for piece in body: await feed(piece))"
+    )
+    assert read == []

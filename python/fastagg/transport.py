@@ -20,6 +20,7 @@ The hot path is one ``__anext__`` frame per chunk around the stack's own read
 from __future__ import annotations
 
 import asyncio
+import inspect
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -86,8 +87,15 @@ async def pump(body: AsyncIterator[bytes], feed: Callable[[bytes], object]) -> N
     once per read; on the others this is ``async for chunk in body:
     feed(chunk)``. Errors are those of iterating ``body``, raised after every
     byte before them was fed (H7); what ``feed`` raises ends the body and is
-    raised as it is.
+    raised as it is. ``feed`` is called synchronously: a coroutine function is a
+    ``TypeError``.
     """
+    if inspect.iscoroutinefunction(feed):
+        raise TypeError(
+            f"pump() calls feed synchronously, once per piece; {feed.__qualname__} is a "
+            "coroutine function: iterate the body instead (async for piece in body: "
+            "await feed(piece))"
+        )
     own = getattr(body, "pump", None)
     if own is not None:
         await own(feed)
