@@ -27,6 +27,16 @@ def test_r1_import_loads_no_loop_client_or_metadata() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_r1_the_turn_loop_loads_no_http_stack() -> None:
+    # run_turn over the google-genai adapter or a caller's own ModelClient never
+    # needs aiohttp or httpx (about 0.3 s to import); GeminiClient loads them.
+    code = "import sys, fastagg.loop; print([m for m in ('httpx', 'aiohttp') if m in sys.modules])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+
+
 def test_r1_every_public_name_resolves_lazily() -> None:
     for name in fastagg.__all__:
         assert getattr(fastagg, name) is not None, name

@@ -177,6 +177,8 @@ async def _read_body(
                     waiting = sink.waiting
                 visible = sink.seen or visible
             else:
+                # The same per-chunk work as _Sink, inline (L71: a body that is only
+                # iterable, a canned or adapted one, pays no call per chunk for it).
                 async for chunk in chunks:
                     if waiting:
                         waiting = False
