@@ -262,6 +262,65 @@ def test_h8_hostile_bytes_give_a_protocol_error_or_a_body_and_any_split_gives_th
             assert error == whole[1], wire
 
 
+def pushed(wire: bytes, cuts: list[int]) -> tuple[bytes, str | None, bool]:
+    """``outcome`` with a sink taking the body inside data_received (H11)."""
+    conn, _ = connection()
+    pieces: list[bytes] = []
+    conn.sink = pieces.append
+    prev = 0
+    for end in [*sorted(cuts), len(wire)]:
+        conn.data_received(wire[prev:end])
+        prev = end
+        assert conn.body == []  # nothing is buffered while a sink takes the pieces
+        if conn.error is not None:
+            break
+    return b"".join(pieces), None if conn.error is None else str(conn.error), conn.done
+
+
+def test_h11_a_sink_gets_what_the_reader_would_take_for_any_bytes_and_split() -> None:
+    rng = random.Random(11)
+    alphabet = [b"\r\n", b"\r", b"\n", b":", b";", b" ", b"0", b"5", b"a", b"z", b"x" * 7]
+    heads = [
+        HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
+        HEAD + b"Content-Length: 9\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n",
+    ]
+    packed = gzip.compress(BODY * 5)
+    wires = [
+        WIRE,
+        HEAD
+        + b"Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + chunked(packed, 29),
+        HEAD + b"Content-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(packed) + packed,
+    ]
+    for _ in range(1500):
+        wires.append(rng.choice(heads) + b"".join(rng.choices(alphabet, k=rng.randrange(40))))
+    for wire in wires:
+        cuts = [rng.randrange(len(wire) + 1) for _ in range(rng.randrange(6))]
+        assert pushed(wire, cuts) == outcome(wire, cuts), wire
+    assert pushed(wires[1], [])[0] == BODY * 5
+
+
+def test_h11_after_the_sink_raises_nothing_more_is_fed_and_the_connection_closes() -> None:
+    conn, sock = connection()
+    pieces: list[bytes] = []
+    failure = ValueError("refused")
+
+    def sink(piece: bytes) -> None:
+        pieces.append(piece)
+        if len(pieces) == 2:
+            raise failure
+
+    conn.sink = sink
+    head, body = WIRE.split(b"\r\n\r\n", 1)
+    conn.data_received(head + b"\r\n\r\n")
+    for i in range(0, len(body), 40):
+        conn.data_received(body[i : i + 40])
+    assert len(pieces) == 2 and conn.sink_error is failure and conn.sink is None
+    assert (conn.body, conn.keep_alive, sock.closed) == ([], False, True)
+    assert not conn.reusable()
+
+
 def test_h8_a_decompression_bomb_is_refused_before_it_is_inflated() -> None:
     bomb = gzip.compress(b"\0" * (64 << 20))  # 64 MiB of zeros in ~64 KiB
     wire = HEAD + b"Content-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb) + bomb
