@@ -228,32 +228,47 @@ def test_h8_reading_pauses_above_the_high_water_mark_and_resumes_when_taken() ->
     assert (sock.paused, sock.resumed) == (1, 1)
 
 
-def outcome(wire: bytes, cuts: list[int]) -> tuple[bytes, str | None, bool]:
+ALPHABET = [b"\r\n", b"\r", b"\n", b":", b";", b" ", b"0", b"5", b"a", b"z", b"x" * 7]
+HEADS = [
+    HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
+    HEAD + b"Content-Length: 9\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\n",
+    b"",
+]
+
+
+def hostile(rng: random.Random) -> bytes:
+    """A response from a small alphabet of framing bytes after one of a few heads."""
+    return rng.choice(HEADS) + b"".join(rng.choices(ALPHABET, k=rng.randrange(40)))
+
+
+def outcome(wire: bytes, cuts: list[int], push: bool = False) -> tuple[bytes, str | None, bool]:
+    """The body, the error and whether the body ended, for ``wire`` read in pieces cut
+    at ``cuts``: taken after each read, or with ``push`` given to a sink inside
+    data_received (H11), nothing then buffered."""
     conn, _ = connection()
-    got, prev = b"", 0
+    pieces: list[bytes] = []
+    if push:
+        conn.sink = pieces.append
+    prev = 0
     for end in [*sorted(cuts), len(wire)]:
         conn.data_received(wire[prev:end])
         prev = end
-        if conn.body:
-            got += conn.take()
+        if push:
+            assert conn.body == []
+        elif conn.body:
+            pieces.append(conn.take())
         if conn.error is not None:
             break
-    return got, None if conn.error is None else str(conn.error), conn.done
+    return b"".join(pieces), None if conn.error is None else str(conn.error), conn.done
 
 
 def test_h8_hostile_bytes_give_a_protocol_error_or_a_body_and_any_split_gives_the_same() -> None:
     # Random responses from a small alphabet of framing bytes: the protocol never raises
     # out of data_received, and how the reads split the bytes changes nothing.
     rng = random.Random(8)
-    alphabet = [b"\r\n", b"\r", b"\n", b":", b";", b" ", b"0", b"5", b"a", b"z", b"x" * 7]
-    heads = [
-        HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
-        HEAD + b"Content-Length: 9\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\n",
-        b"",
-    ]
     for _ in range(1500):
-        wire = rng.choice(heads) + b"".join(rng.choices(alphabet, k=rng.randrange(40)))
+        wire = hostile(rng)
         whole = outcome(wire, [])
         cuts = [rng.randrange(len(wire) + 1) for _ in range(rng.randrange(5))]
         got, error, done = outcome(wire, cuts)
@@ -262,29 +277,8 @@ def test_h8_hostile_bytes_give_a_protocol_error_or_a_body_and_any_split_gives_th
             assert error == whole[1], wire
 
 
-def pushed(wire: bytes, cuts: list[int]) -> tuple[bytes, str | None, bool]:
-    """``outcome`` with a sink taking the body inside data_received (H11)."""
-    conn, _ = connection()
-    pieces: list[bytes] = []
-    conn.sink = pieces.append
-    prev = 0
-    for end in [*sorted(cuts), len(wire)]:
-        conn.data_received(wire[prev:end])
-        prev = end
-        assert conn.body == []  # nothing is buffered while a sink takes the pieces
-        if conn.error is not None:
-            break
-    return b"".join(pieces), None if conn.error is None else str(conn.error), conn.done
-
-
 def test_h11_a_sink_gets_what_the_reader_would_take_for_any_bytes_and_split() -> None:
     rng = random.Random(11)
-    alphabet = [b"\r\n", b"\r", b"\n", b":", b";", b" ", b"0", b"5", b"a", b"z", b"x" * 7]
-    heads = [
-        HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
-        HEAD + b"Content-Length: 9\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\n",
-    ]
     packed = gzip.compress(BODY * 5)
     wires = [
         WIRE,
@@ -293,12 +287,11 @@ def test_h11_a_sink_gets_what_the_reader_would_take_for_any_bytes_and_split() ->
         + chunked(packed, 29),
         HEAD + b"Content-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(packed) + packed,
     ]
-    for _ in range(1500):
-        wires.append(rng.choice(heads) + b"".join(rng.choices(alphabet, k=rng.randrange(40))))
+    wires += [hostile(rng) for _ in range(1500)]
     for wire in wires:
         cuts = [rng.randrange(len(wire) + 1) for _ in range(rng.randrange(6))]
-        assert pushed(wire, cuts) == outcome(wire, cuts), wire
-    assert pushed(wires[1], [])[0] == BODY * 5
+        assert outcome(wire, cuts, push=True) == outcome(wire, cuts), wire
+    assert outcome(wires[1], [], push=True)[0] == BODY * 5
 
 
 def test_h11_after_the_sink_raises_nothing_more_is_fed_and_the_connection_closes() -> None:
