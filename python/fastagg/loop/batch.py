@@ -43,6 +43,7 @@ class ToolRunner:
         self.append = append
         self.count = 0  # L26: calls answered other than aborted or repeated
         self.nudged = False
+        self._wrapup = limits.turn_budget_set  # L38: read once, not per step (L71)
         self._cancelling = False  # the batch is being torn down by the turn
         # L39: the first answered call of each id this turn (name, args, response), and
         # this step's repeated calls (index of the first one, or an earlier step's response)
@@ -129,7 +130,7 @@ class ToolRunner:
         nudge = (
             final
             and not self.nudged
-            and self.limits.turn_budget_set  # L38: not for the defensive default
+            and self._wrapup  # L38: not for the defensive default
             and (remaining := self.clock.remaining()) is not None
             and remaining < self.limits.wrapup_lead
         )
