@@ -1,6 +1,6 @@
 """Agent-loop cost (report section 6): a request-step of ``run_turn`` beyond aggregation.
 
-``python -m benches.loop [--rounds N] [--turns N] [--counts]``
+``python -m benches.loop [--rounds N] [--turns N] [--counts] [--just N]``
 
 The turn: 20 steps (a thought chunk and one signed ``lookup`` call each),
 then a 3-chunk answer; 21 requests, served in process by :class:`CannedModel`
@@ -373,6 +373,18 @@ def bytecodes(on_event: Callable[[Any], object] | None = None) -> int:
     return n
 
 
+def just(turns: int) -> None:
+    """Two warm-up turns, then ``turns`` turns (``--just``)."""
+    bodies = turn_bodies()
+
+    async def run(n: int) -> None:
+        for _ in range(n):
+            await one_turn(bodies, lookup)
+
+    asyncio.run(run(2))
+    asyncio.run(run(turns))
+
+
 def _events_sink(event: Any) -> None:
     pass
 
@@ -382,7 +394,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--turns", type=int, default=20, help="turns per round")
     parser.add_argument("--counts", action="store_true", help="also print the per-step counts")
+    parser.add_argument(
+        "--just",
+        type=int,
+        metavar="N",
+        help="run two warm-up turns and N turns, untimed, and print nothing: for callgrind, "
+        "whose count of --just 10 less that of --just 0, divided by 210, is the "
+        "instructions of a request-step",
+    )
     args = parser.parse_args(argv)
+    if args.just is not None:
+        just(args.just)
+        return 0
     result = overhead(args.rounds, args.turns)
     print(
         f"run_turn: {result.step_us:.1f} µs CPU per request-step, aggregation "

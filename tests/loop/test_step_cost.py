@@ -128,3 +128,20 @@ def test_l71_a_loop_with_its_own_clock_times_the_turn_by_it() -> None:
     assert result.stop_reason is fastagg.StopReason.COMPLETED
     assert result.tool_call_count == TOOL_STEPS
     assert 0.0 <= result.elapsed < 60.0
+
+
+def test_l71_the_callgrind_mode_runs_the_benchmark_turn_and_prints_nothing(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    turns: list[int] = []
+    real = bench.one_turn
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        turns.append(result.tool_call_count)
+        return result
+
+    monkeypatch.setattr(bench, "one_turn", counting)
+    assert bench.main(["--just", "3"]) == 0
+    assert turns == [TOOL_STEPS] * (2 + 3)  # two warm-up turns, then three
+    assert capsys.readouterr().out == ""
