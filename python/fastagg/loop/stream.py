@@ -52,30 +52,16 @@ class ModelStream:
         events: DeltaEvents,
         request: Request,
         timeout: float | None,
-        on_cut: Callable[[Any], Awaitable[None]],
+        segments: list[Any],
     ) -> tuple[Any, ProviderError | None, bool]:
         """(aggregated result, transport error, whether visible output streamed).
 
         A failure of the request or its stream becomes the returned error (the
-        result then holds what arrived); a cancellation passes ``on_cut`` the
-        partial result, then propagates. Each segment's usage is recorded as
+        result then holds what arrived). ``segments`` gets each hop's result as
+        it is read, so that a caller cut off by a cancellation has the partial
+        result: :func:`view` of it (L63). Each segment's usage is recorded as
         its own request's (L61), a cut-off one's too (L20).
         """
-        segments: list[Any] = []
-        try:
-            return await self._hops(events, request, timeout, segments)
-        except asyncio.CancelledError:
-            # L63: cut in a hop or between two, the partial result is every segment so far.
-            await on_cut(_view(segments))
-            raise
-
-    async def _hops(
-        self,
-        events: DeltaEvents,
-        request: Request,
-        timeout: float | None,
-        segments: list[Any],
-    ) -> tuple[Any, ProviderError | None, bool]:
         wire, step = self.wire, events.step
         visible = False
         sent, wait = request, timeout
@@ -114,7 +100,7 @@ class ModelStream:
                 # covers everything received (L80).
                 token = checkpoint_token(result) if dropped else None
                 if token is None or resumes >= MAX_RESUMES:
-                    return _view(segments), error, visible
+                    return view(segments), error, visible
                 resumes += 1
                 sent = hop_request(request, result, token)
                 detail = _resumed(error, resumes)
@@ -122,7 +108,7 @@ class ModelStream:
                 continue
             token = hop_token(result)
             if token is None or hop >= MAX_HOPS:  # L61: the last hop is classified as it is
-                return _view(segments), None, visible
+                return view(segments), None, visible
             hop += 1
             resumes = 0
             sent = hop_request(request, result, token)  # L58: never the partial output
@@ -143,8 +129,9 @@ class ModelStream:
         return left if timeout is None else timeout if left is None else min(timeout, left)
 
 
-def _view(segments: list[Any]) -> Any:
-    return segments[0] if len(segments) == 1 else Hops(segments)  # L57
+def view(segments: list[Any]) -> Any:
+    """The result of a request read in ``segments`` (L57: the hops as one)."""
+    return segments[0] if len(segments) == 1 else Hops(segments)
 
 
 def _resumed(error: ProviderError | None, n: int) -> str:

@@ -28,7 +28,7 @@ from .classify import Budget, Outcome, Verdict, classify, history_error
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
 from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
-from .stream import ModelStream
+from .stream import ModelStream, view
 from .usage import UsageMeter
 from .wire import wire_for
 
@@ -299,11 +299,13 @@ class Turn:
             await self.clock.take_pending()  # L43
         # L71: no progress() here: reading the body restarts the stall clock (L60) before
         # anything can wait.
-
-        async def cut(partial: Any) -> None:
-            await self._interrupted(step, attempt, partial)
-
-        return await self.stream.read(DeltaEvents(self.emit, step), request, timeout, cut)
+        segments: list[Any] = []
+        try:
+            return await self.stream.read(DeltaEvents(self.emit, step), request, timeout, segments)
+        except asyncio.CancelledError:
+            # L63: cut in a hop or between two, the partial result is every segment so far.
+            await self._interrupted(step, attempt, view(segments))
+            raise
 
     async def _interrupted(self, step: int, attempt: int, partial: Any) -> None:
         """L20: a cut-off request's output is not appended; its text still counts (its
