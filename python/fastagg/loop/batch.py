@@ -53,7 +53,7 @@ class ToolRunner:
     async def run(self, step: int, calls: list[FunctionCall]) -> None:
         """Run ``calls`` (the model content holding them is already appended) and answer them."""
         responses: list[JSONObject | None] = [None] * len(calls)
-        started = self.clock.now()
+        started = self.clock.time()
         tasks: list[asyncio.Task[None]] = []
         self._repeats = {}
         # L42: from here on every exit answers every call, the awaited events included.
@@ -202,7 +202,7 @@ class ToolRunner:
         clock = self.clock
         name = call["name"]
         tool = self.tools.get(name)
-        start = clock.now()
+        start = clock.time()
         if tool is None:
             known = ", ".join(self.tools) or "none"
             response: JSONObject = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
