@@ -129,7 +129,7 @@ def _judge(
     if raw == "MISSING_THOUGHT_SIGNATURE":  # L35: a history bug; resending cannot help
         return Verdict(Outcome.HISTORY_ERROR)
     if calls:
-        return Verdict(Outcome.TOOL_CALLS, calls=calls)
+        return Verdict(Outcome.TOOL_CALLS, calls)  # L71: positional, the usual verdict
     if raw in _MALFORMED or raw == "MALFORMED_RESPONSE" or (unfinished and raw):
         if budget.malformed_sent < budget.malformed_max:
             # L35: a malformed response is resent as it was, without the call note.

@@ -172,7 +172,12 @@ class TurnClock:
 
     def call_timeout(self) -> float | None:
         """The timeout of one model call: ``request_timeout`` within the time left (L36)."""
-        return self.call_timeout_within(self.remaining())
+        # L71: remaining() and call_timeout_within() in one frame, read once a request
+        cap = self.limits.request_timeout
+        if math.isinf(self.deadline):
+            return cap
+        left = max(0.0, self.deadline - self.time())
+        return left if cap is None else min(cap, left)
 
     def call_timeout_within(self, left: float | None) -> float | None:
         """``request_timeout`` within ``left`` seconds (None: no bound) (L36)."""
