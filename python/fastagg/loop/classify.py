@@ -64,7 +64,7 @@ class Response:
     calls: list[FunctionCall] = field(default_factory=list)
     unfinished: tuple[int, str | None] | None = None  # first unfinished call: part, name (L32)
     error: JSONObject | None = None  # the in-stream google.rpc error object
-    block_reason: str | None = None  # promptFeedback.blockReason (L19)
+    block_reason: str | None = None  # promptFeedback.blockReason (L19), read without a finish
 
 
 @dataclass(slots=True)

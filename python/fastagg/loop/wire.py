@@ -155,15 +155,17 @@ class GenerateContentWire:
         if result.unfinished_calls and result.function_calls:
             k = result.unfinished_calls[0]
             unfinished = (k, result.parts[k]["functionCall"].get("name"))
-        feedback = result.prompt_feedback
-        # L71: None first: an ABC isinstance of None costs a Python frame per request
+        finish = result.finish_reason
+        # L19: a block reason matters only to a response without a finish reason (L71:
+        # not read otherwise); None first: an ABC isinstance of None costs a Python frame
+        feedback = None if finish else result.prompt_feedback
         block = (
             feedback.get("blockReason")
             if feedback is not None and isinstance(feedback, Mapping)
             else None
         )
         return Response(
-            result.finish_reason,
+            finish,
             result.finish_message,
             result.function_calls,
             unfinished,
