@@ -23,7 +23,7 @@ import threading
 import types
 import typing
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, Union, overload
 
 import orjson
@@ -120,6 +120,7 @@ class Tool:
         "_convert",
         "_ctx_param",
         "_is_async",
+        "_plain",
         "description",
         "fn",
         "name",
@@ -152,6 +153,8 @@ class Tool:
         self._ctx_param = derived.ctx_param
         self._convert = derived.convert if parameters is None else {}
         self._is_async = _is_async_callable(fn)
+        # L71: an async function taking the arguments as they come is called directly
+        self._plain = self._is_async and not self._convert and self._ctx_param is None
 
     @property
     def wants_context(self) -> bool:
@@ -176,8 +179,16 @@ class Tool:
             decl["parametersJsonSchema"] = self.parameters
         return decl
 
-    async def invoke(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> Any:
-        """Call the function with the model's ``args`` (converted) and ``ctx``."""
+    def invoke(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> Awaitable[Any]:
+        """Call the function with the model's ``args`` (converted) and ``ctx``; await the
+        result. An async function that takes the arguments as they are is called here and
+        its own coroutine returned (L71: no coroutine of ours around it)."""
+        if self._plain:
+            called: Awaitable[Any] = self.fn(**args)
+            return called
+        return self._invoke(args, ctx)
+
+    async def _invoke(self, args: Mapping[str, Any], ctx: ToolContext | None) -> Any:
         convert = self._convert
         kwargs = (
             {key: (convert[key](value) if key in convert else value) for key, value in args.items()}
