@@ -76,6 +76,7 @@ class Turn:
         self.contents, self.origins, self.signature_changes = prepare_history(
             contents, origins, self.target, policy
         )
+        self.added: list[Origin | None] = []  # L33: who made each content the turn adds
         self.wire = wire = wire_for(
             model, self.contents, list(tool_by_name.values()), system_instruction, config
         )
@@ -146,8 +147,10 @@ class Turn:
     async def _say(self, phase: Phase, step: int, detail: str) -> None:
         await self._lifecycle(phase, step, detail=detail)
 
-    def _append(self, content: Content) -> None:
+    def _append(self, content: Content, origin: Origin | None = None) -> None:
+        """Add a content to the transcript: the model's (``origin``, L33) or the loop's."""
         self.contents.append(content)
+        self.added.append(origin)
         if self.usage.cap is not None:  # L23: only a context cap needs the sizes
             self.usage.appended(content)
 
@@ -245,13 +248,13 @@ class Turn:
         if outcome is Outcome.TOOL_CALLS:
             content = self.wire.model_turn(result)
             assert content is not None  # it holds the calls
-            self._append(content)
+            self._append(content, self.target)
             await self.tools.run(step, verdict.calls)
             return None
         if outcome is Outcome.ANSWER:
             content = self.wire.model_turn(result)
             if content is not None:
-                self._append(content)
+                self._append(content, self.target)
             self.answer = result.text
             return StopReason.COMPLETED
         if outcome is Outcome.HISTORY_ERROR:
@@ -334,8 +337,9 @@ class Turn:
         if self.emit.active:
             await self._step_end(step, 1, result.finish_reason, "final-answer")
         if error is None and result.error is None and result.text and not result.function_calls:
-            self.contents.append(note)
-            self._append(result.content)
+            self.contents.append(note)  # L23: not counted, it was in the request
+            self.added.append(None)
+            self._append(result.content, self.target)
             self.answer = result.text
         return StopReason.STEP_CAP
 
@@ -379,7 +383,7 @@ class Turn:
             error=self.error if stop is StopReason.PROVIDER_ERROR else None,
             usage_by_step=self.usage.by_step,
             signatures=self._signature_counts(),
-            content_origins=self._content_origins(),
+            content_origins=self.origins + self.added,
             hops=self.stream.hops,
         )
 
@@ -398,10 +402,3 @@ class Turn:
         for change in self.signature_changes:
             counts["stripped" if change.action == "strip" else "sentinels"] += change.count
         return counts
-
-    def _content_origins(self) -> list[Origin | None]:
-        """The origin of each transcript content: as declared, then this model's (L33)."""
-        is_model, target = self.wire.is_model, self.target
-        return self.origins + [
-            target if is_model(c) else None for c in self.contents[len(self.origins) :]
-        ]

@@ -78,10 +78,6 @@ class Wire(Protocol):
 
     def is_note(self, content: Content, text: str) -> bool: ...
 
-    def is_model(self, content: Content) -> bool:
-        """Whether a transcript content was produced by the model (L33 origins)."""
-        ...
-
 
 def wire_for(
     model: ModelClient,
@@ -196,9 +192,6 @@ class GenerateContentWire:
 
     def is_note(self, content: Content, text: str) -> bool:
         return content.get("role") == "user" and content.get("parts") == [{"text": text}]
-
-    def is_model(self, content: Content) -> bool:
-        return bool(content["role"] == "model")
 
 
 class InteractionsWire(GenerateContentWire):
