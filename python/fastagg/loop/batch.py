@@ -63,12 +63,14 @@ class ToolRunner:
                     await self.emit(
                         ToolCallStart(step, i, call.get("id"), call["name"], call.get("args") or {})
                     )
-            for i, source, detail in self._find_repeats(calls):
-                if source is not None:
-                    self._repeats[i] = source
-                await self.emit.lifecycle(
-                    "duplicate-call-id", step, self.count, calls[i]["name"], detail=detail
-                )
+            first = calls[0].get("id")  # L71: one call under a new id is not looked at again
+            if len(calls) > 1 or (isinstance(first, str) and first in self._answered):
+                for i, source, detail in self._find_repeats(calls):
+                    if source is not None:
+                        self._repeats[i] = source
+                    await self.emit.lifecycle(
+                        "duplicate-call-id", step, self.count, calls[i]["name"], detail=detail
+                    )
             self.clock.progress()
             started = self.clock.last_progress  # L71: the same instant, read once
             # L5: calls run concurrently and are answered in call order; L39: once per call
