@@ -201,66 +201,70 @@ class ToolRunner:
     async def _call(
         self, step: int, i: int, call: FunctionCall, responses: list[JSONObject | None]
     ) -> None:
+        """Run call ``i`` within its tool's timeout and record its response (L26).
+
+        L71: one coroutine per call; the tool's own is awaited directly in it.
+        """
         clock = self.clock
         name = call["name"]
         tool = self.tools.get(name)
         start = clock.time()
+        status: ToolStatus = "error"
+        response: JSONObject | None = None
         if tool is None:
             known = ", ".join(self.tools) or "none"
-            response: JSONObject = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
-            status: ToolStatus = "error"
+            response = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
         else:
-            response, status = await self._invoke(step, tool, call, start)
+            timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout
+            ctx = self._context(step, tool, call, start, timeout) if tool.wants_context else None
+            # L46: when the turn's deadline comes first it ends the tool anyway: no timer.
+            # L22: a tool with its own timeout is bounded by it, so the stall clock waits.
+            own = math.isfinite(timeout)
+            armed = own and start + timeout < clock.deadline
+            window = clock.window(timeout if armed else None, hold=own)
+            try:
+                with window:
+                    value = await tool.invoke(call.get("args") or {}, ctx)
+                    response, status = {"output": _jsonable(value)}, "ok"
+            except asyncio.CancelledError:
+                if ctx is not None:
+                    ctx.cancelled.set()
+                if clock.interrupted or self._cancelling:
+                    raise
+                response = {"error": "CancelledError: the tool cancelled itself"}
+            except Exception as exc:
+                response = {"error": f"{type(exc).__name__}: {exc}"}
+            finally:
+                if window.timed_out and ctx is not None:
+                    ctx.cancelled.set()
+            if response is None:  # the window suppressed its own cancellation: a timeout
+                response = {
+                    "error": f"{name} timed out after {fmt_seconds(timeout)}s and was stopped"
+                }
+                status = "timeout"
         responses[i] = response
         self.count += 1
         if status == "timeout":
             await self.emit.lifecycle("tool-timeout", step, self.count, name)
         if self.emit.active:
             await self.emit(
-                ToolCallEnd(step, i, call.get("id"), name, status, clock.now() - start, response)
+                ToolCallEnd(step, i, call.get("id"), name, status, clock.time() - start, response)
             )
 
-    async def _invoke(
-        self, step: int, tool: Tool, call: FunctionCall, start: float
-    ) -> tuple[JSONObject, ToolStatus]:
-        """Run one tool within its timeout: (function response, ToolCallEnd status) (L26)."""
+    def _context(
+        self, step: int, tool: Tool, call: FunctionCall, start: float, timeout: float
+    ) -> ToolContext:
+        """What a tool that asks for it gets: abort, deadline, heartbeat, clock (L26)."""
         clock = self.clock
-        timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout
-        own = math.isfinite(timeout)
-        ctx = None
-        if tool.wants_context:
-            ctx = ToolContext(
-                abort=self.abort if self.abort is not None else asyncio.Event(),
-                deadline=min(start + timeout, clock.deadline),
-                heartbeat=clock.progress,
-                clock=clock.now,
-                tool_name=tool.name,
-                call_id=call.get("id"),
-                step=step,
-            )
-        # L46: when the turn's deadline comes first it ends the tool anyway: no timer.
-        # L22: a tool with its own timeout is bounded by it, so the stall clock waits.
-        armed = own and start + timeout < clock.deadline
-        window = clock.window(timeout if armed else None, hold=own)
-        try:
-            with window:
-                value = await tool.invoke(call.get("args") or {}, ctx)
-                return {"output": _jsonable(value)}, "ok"
-        except asyncio.CancelledError:
-            if ctx is not None:
-                ctx.cancelled.set()
-            if clock.interrupted or self._cancelling:
-                raise
-            return {"error": "CancelledError: the tool cancelled itself"}, "error"
-        except Exception as exc:
-            return {"error": f"{type(exc).__name__}: {exc}"}, "error"
-        finally:
-            if window.timed_out and ctx is not None:
-                ctx.cancelled.set()
-        # Reached only when the window suppressed its own cancellation: the tool timed out.
-        return {
-            "error": f"{tool.name} timed out after {fmt_seconds(timeout)}s and was stopped"
-        }, "timeout"
+        return ToolContext(
+            abort=self.abort if self.abort is not None else asyncio.Event(),
+            deadline=min(start + timeout, clock.deadline),
+            heartbeat=clock.progress,
+            clock=clock.now,
+            tool_name=tool.name,
+            call_id=call.get("id"),
+            step=step,
+        )
 
 
 def tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
