@@ -58,6 +58,9 @@ class TurnClock:
         self.caller_cancelled = False
         self.finished = False
         self.stalled_for = 0.0  # the timeout that fired, for the stalled message (L25)
+        # L22: the stall watchdog runs; only then does progress() count (L71: the body's
+        # readers skip it per chunk otherwise)
+        self.watching = limits.stall_timeout is not None
         self.start_time = 0.0
         self.deadline = math.inf
         self.last_progress = 0.0

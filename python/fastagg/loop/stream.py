@@ -143,7 +143,9 @@ async def _read_body(
     body: Body, agg: Any, wire: Wire, clock: TurnClock, events: DeltaEvents
 ) -> tuple[ProviderError | None, bool]:
     """Feed one response body into ``agg``: (transport error, whether visible output came)."""
-    clock.progress()  # L60: a hop or a resume is progress
+    watching = clock.watching
+    if watching:
+        clock.progress()  # L60: a hop or a resume is progress
     visible = False
     error: ProviderError | None = None
     active = events.emit.active
@@ -170,7 +172,8 @@ async def _read_body(
                     if waiting:
                         waiting = False
                         clock.close_first_output()
-                    clock.progress()
+                    if watching:
+                        clock.progress()
                     try:
                         deltas = agg.feed(chunk)
                     except MalformedStreamError as exc:  # L19: a bad payload ends the stream
@@ -228,7 +231,8 @@ class _Sink:
         if self.waiting:
             self.waiting = False
             clock.close_first_output()
-        clock.progress()
+        if clock.watching:
+            clock.progress()
         deltas = self.feed(chunk)
         if deltas and not self.seen:
             self.seen = self.events.seen(deltas)
