@@ -162,13 +162,14 @@ class Turn:
 
     async def _drive(self) -> StopReason:
         limits = self.limits
+        capped = limits.max_context_tokens is not None  # L71: else nothing to check per step
         while True:
             stop = self.clock.checkpoint()
             if stop is not None:
                 return stop
             if self.steps >= limits.max_steps:
                 return await self._final_answer()
-            if self.usage.exceeded():  # L1, L11: the context cap is checked before a request
+            if capped and self.usage.exceeded():  # L1, L11: checked before a request
                 return StopReason.CONTEXT_CAP
             self.steps += 1
             stop = await self._step(self.steps)
