@@ -19,6 +19,8 @@ from .messages import WRAPUP_NOTE, fmt_duration, fmt_seconds
 from .wire import Wire
 
 _ABORTED = {"error": "aborted"}
+#: What an answered batch has left to announce: (answers, repeated, cut off, nudged).
+_Told = tuple[list[JSONObject], list[int], list[int], bool]
 
 
 class ToolRunner:
@@ -92,20 +94,19 @@ class ToolRunner:
                 await reap(tasks)
             finally:
                 self._cancelling = False
-                await self._answer(step, calls, responses, started, final=False)
+                told = self._answer(calls, responses, final=False)
+                if told is not None:
+                    await self._announce(step, calls, started, told)
             raise
-        await self._answer(step, calls, responses, started, final=True)
+        told = self._answer(calls, responses, final=True)
+        if told is not None:  # L71: the usual step has nothing to announce, awaits nothing
+            await self._announce(step, calls, started, told)
 
-    async def _answer(
-        self,
-        step: int,
-        calls: list[FunctionCall],
-        responses: list[JSONObject | None],
-        started: float,
-        *,
-        final: bool,
-    ) -> None:
-        """Append the user content with one function response per call, in call order.
+    def _answer(
+        self, calls: list[FunctionCall], responses: list[JSONObject | None], *, final: bool
+    ) -> _Told | None:
+        """Append the user content with one function response per call, in call order;
+        what is left to announce (None: nothing).
 
         L42: the content is appended before any event is emitted, so that an interrupt
         while a handler is awaited cannot leave a call unanswered.
@@ -142,8 +143,18 @@ class ToolRunner:
             self.nudged = True
             extra.append(WRAPUP_NOTE.format(remaining=fmt_duration(remaining)))
         self.append(self.wire.tool_turn(calls, answers, extra))
+        if (self.emit.active and (repeated or cut_off)) or nudge:
+            return answers, repeated, cut_off, nudge
+        return None
+
+    async def _announce(
+        self, step: int, calls: list[FunctionCall], started: float, told: _Told
+    ) -> None:
+        """The events of an answered batch: repeated and cut-off calls, the nudge (L42:
+        only after the content is in place)."""
+        answers, repeated, cut_off, nudge = told
         if self.emit.active:
-            for i in repeated:  # events only after the content is in place (L42)
+            for i in repeated:
                 call, response = calls[i], answers[i]
                 status: ToolStatus = "error" if "error" in response else "ok"
                 await self.emit(
