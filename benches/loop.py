@@ -399,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         metavar="N",
         help="run two warm-up turns and N turns, untimed, and print nothing: for callgrind, "
-        "whose count of --just 10 less that of --just 0, divided by 210, is the "
+        "whose count of --just 20 less that of --just 10, divided by 210, is the "
         "instructions of a request-step",
     )
     args = parser.parse_args(argv)
