@@ -24,6 +24,7 @@ import inspect
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from types import BuiltinMethodType
 from typing import Any, Protocol, runtime_checkable
 
 import aiohttp
@@ -90,7 +91,9 @@ async def pump(body: AsyncIterator[bytes], feed: Callable[[bytes], object]) -> N
     raised as it is. ``feed`` is called synchronously: a coroutine function is a
     ``TypeError``.
     """
-    if inspect.iscoroutinefunction(feed):
+    # L71: a builtin (an aggregator's feed) is never a coroutine function: inspect is
+    # asked only of the others (it costs about 0.6 µs a request)
+    if type(feed) is not BuiltinMethodType and inspect.iscoroutinefunction(feed):
         raise TypeError(
             f"pump() calls feed synchronously, once per piece; {feed.__qualname__} is a "
             "coroutine function: iterate the body instead (async for piece in body: "
