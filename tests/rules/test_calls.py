@@ -319,6 +319,49 @@ def test_c6_nameless_call_left_out_and_reported(impl: ModuleType) -> None:
     ]
 
 
+# Floats whose two nearest shortest forms are equally near (an exact tie):
+# Python's repr keeps the even last digit; Rust's `{:e}` took the odd one.
+TIE_FLOATS = (
+    (8796093022208.8125, "8796093022208.812"),
+    (1099006878916.78125, "1099006878916.7812"),
+    (2.0**-25, "2.9802322387695312e-08"),
+    (1.3589859008789062e-05, "1.3589859008789062e-05"),
+)
+
+
+def test_c6_message_writes_args_floats_as_python_repr(impl: ModuleType) -> None:
+    # Notation `cj` (spec/aggregation.md): floats in a message as `repr(float)`
+    # writes them, ties included.
+    values = [pa(f"$.f{i}", numberValue=f) for i, (f, _) in enumerate(TIE_FLOATS)]
+    result, _ = run_chunks(impl, chunk(fc(partialArgs=values, willContinue=True)), chunk(fc()))
+    written = ",".join(f'"f{i}":{text}' for i, (_, text) in enumerate(TIE_FLOATS))
+    assert result.warnings == [
+        "C6: candidate 0, part 0: a streamed function call never received a name and was "
+        f"left out; its args: {{{written}}}"
+    ]
+
+
+def test_c6_message_floats_agree_with_the_reference_over_many_ties() -> None:
+    # The same rule over 3,000 seeded binary fractions, most of them exact ties.
+    import random
+
+    import fastagg._fastagg as rust
+    import fastagg.reference as reference
+
+    rng = random.Random(2026)
+    floats = [
+        rng.randint(1, 2**20) / 2.0 ** rng.randint(1, 40) * 10.0 ** rng.randint(-12, 14)
+        for _ in range(1000)
+    ]
+    floats += [rng.randint(2**40, 2**52) + rng.randint(0, 255) / 256 for _ in range(1000)]
+    floats += [rng.randint(1, 2**12) / 2.0 ** rng.randint(14, 40) for _ in range(1000)]
+    values = [pa(f"$.v[{i}]", numberValue=f) for i, f in enumerate(floats)]
+    stream = [chunk(fc(partialArgs=values, willContinue=True)), chunk(fc())]
+    (got, _), (want, _) = (run_chunks(impl, *stream) for impl in (rust, reference))
+    assert got.warnings == want.warnings
+    assert want.warnings[0].endswith("[" + ",".join(map(repr, floats)) + "]}")
+
+
 def test_c6_call_named_by_a_later_chunk(impl: ModuleType) -> None:
     result, deltas = run_chunks(
         impl,

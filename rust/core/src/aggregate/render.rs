@@ -72,13 +72,8 @@ pub fn py_float_repr(f: f64) -> String {
             "-Infinity".into()
         };
     }
-    let sci = format!("{f:e}"); // e.g. "-1.2345e-7", shortest round trip
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = mantissa
-        .strip_prefix('-')
-        .map_or(("", mantissa), |m| ("-", m));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if f.is_sign_negative() { "-" } else { "" };
+    let (digits, exp) = shortest_digits(f.abs());
     if (-4..16).contains(&exp) {
         let point = exp + 1; // digits before the decimal point
         let body = if point <= 0 {
@@ -104,6 +99,29 @@ pub fn py_float_repr(f: f64) -> String {
     }
 }
 
+/// The shortest digits that read back as finite `f` (no leading or trailing
+/// zeros; `"0"` for zero) and the decimal exponent of the first. Where two
+/// such strings are equally near `f`, the even last digit, as Python's `repr`
+/// chooses (Schubfach, in `zmij`); the standard library's `{:e}` takes the
+/// other one (`2**-25` is `2.9802322387695312e-08` in Python, `...313e-8`).
+fn shortest_digits(f: f64) -> (String, i32) {
+    let mut buffer = zmij::Buffer::new();
+    let text = buffer.format_finite(f);
+    let (mantissa, exp) = text
+        .split_once(['e', 'E'])
+        .map_or((text, 0), |(m, e)| (m, e.parse::<i32>().unwrap_or(0)));
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = int.chars().chain(frac.chars()).collect();
+    let significant = all.trim_start_matches('0');
+    let digits = significant.trim_end_matches('0');
+    if digits.is_empty() {
+        return ("0".into(), 0);
+    }
+    let count = |s: &str| i32::try_from(s.len()).unwrap_or(i32::MAX);
+    let leading_zeros = count(&all) - count(significant);
+    (digits.into(), exp + count(int) - 1 - leading_zeros)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +138,16 @@ mod tests {
             (-0.0, "-0.0"),
             (123_456_789.125, "123456789.125"),
             (1e22, "1e+22"),
+            (0.0, "0.0"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.1, "0.1"),
+            // Exact ties between two shortest forms (written so that they are exact):
+            // the even last digit, as Python.
+            (2f64.powi(43) + 0.8125, "8796093022208.812"),
+            (1_099_006_878_916.0 + 0.781_25, "1099006878916.7812"),
+            (2f64.powi(-25), "2.9802322387695312e-08"),
+            (1.781_25 * 2f64.powi(-17), "1.3589859008789062e-05"),
         ] {
             assert_eq!(py_float_repr(f), want);
         }
