@@ -30,7 +30,9 @@ threads) per event received:
   stream=True)``, ADK's own model layer with its streaming aggregator (on
   google-genai), when google-adk is installed.
 
-``python -m benches.e2e serve KIND SCALE`` runs the server (used internally).
+``python -m benches.e2e serve KIND SCALE`` runs the server (used internally);
+``python -m benches.e2e targets STREAM [PAIRS]`` measures only the pairs the
+transport and ADK targets of one stream are judged by (:func:`target_pairs`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +61,7 @@ from . import corpus
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["e2e_markdown"]
+__all__ = ["e2e_markdown", "target_pairs"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_LIFETIME = 1800.0  # seconds: the server subprocess exits by itself after this
@@ -1054,14 +1056,64 @@ def e2e_markdown(quick: bool) -> str:
     return "\n".join(lines)
 
 
+async def target_pairs(
+    url: str, stream: corpus.Stream, pairs: int, fast_events: int, slow_events: int
+) -> list[str]:
+    """The back-to-back pairs two of the end-to-end targets are judged by, for
+    one stream alone (a minute instead of the whole report): the default
+    transport alone against the aggregation, beside the two asyncio floors,
+    and, where google-adk is installed, google-genai + ADK ÷ fastagg. One line
+    each; the ratios are what the report's targets table gives for the stream."""
+    raw, floor, woken = FastaggContender(DEFAULT, aggregate=False), ProtocolFloor(), WakingFloor()
+    for contender in (raw, floor, woken):
+        await contender.open(url)
+    t = await _paired_transport(raw, floor, woken, stream, fast_events, pairs)
+    for contender in (raw, floor, woken):
+        await contender.close()
+    lines = [
+        f"{stream.name}: transport ÷ aggregation {t.raw:.2f}x; in the same pairs the bare "
+        f"Protocol {t.floor:.2f}x and the floor + wake {t.woken:.2f}x (pairs: {pairs})"
+    ]
+    if not adk_available():
+        return [*lines, f"{stream.name}: google-genai + ADK ÷ fastagg: google-adk not installed"]
+    adk, ours = AdkContender(), FastaggContender(DEFAULT)
+    await adk.open(url)
+    await ours.open(url)
+    plan = replace(_plan(False), fast_events=fast_events, slow_events=slow_events)
+    ratio = await _paired_sdk(adk, ours, stream, plan, pairs)
+    await adk.close()
+    await ours.close()
+    return [*lines, f"{stream.name}: google-genai + ADK ÷ fastagg {ratio:.1f}x (pairs: {pairs})"]
+
+
+def _targets(name: str, pairs: int) -> None:
+    plan = _plan(False)
+    stream = corpus.build(name, scale=plan.scale)
+    with Server("plain", plan.scale) as server:
+        lines = asyncio.run(
+            target_pairs(server.url, stream, pairs, plan.fast_events, plan.slow_events)
+        )
+    print("\n".join(lines))
+
+
+USAGE = (
+    "usage: python -m benches.e2e serve plain|fake SCALE  (a bench server; the parent "
+    "reads its port from stdout)\n"
+    "       python -m benches.e2e targets STREAM [PAIRS]  (the target pairs of one stream, "
+    "plain server, the report's scale; PAIRS defaults to 7)"
+)
+
+
 def main(argv: Sequence[str]) -> int:
-    """``serve KIND SCALE``: run a bench server (the parent reads its port from stdout)."""
+    """``serve KIND SCALE`` or ``targets STREAM [PAIRS]`` (see ``USAGE``)."""
     if len(argv) == 3 and argv[0] == "serve" and argv[1] in ("plain", "fake"):
         asyncio.run(_serve(argv[1], float(argv[2])))
         return 0
-    print(
-        f"usage: python -m benches.e2e serve plain|fake SCALE (got {list(argv)})", file=sys.stderr
-    )
+    if len(argv) in (2, 3) and argv[0] == "targets" and argv[1] in E2E_STREAMS:
+        if len(argv) == 2 or (argv[2].isdigit() and int(argv[2]) > 0):
+            _targets(argv[1], int(argv[2]) if len(argv) == 3 else 7)
+            return 0
+    print(f"{USAGE}\n(got {list(argv)}; streams: {', '.join(E2E_STREAMS)})", file=sys.stderr)
     return 2
 
 

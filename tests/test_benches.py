@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
+import io
 import json
 import subprocess
 import sys
@@ -308,3 +310,29 @@ def test_h9_e2e_per_request_rows_are_each_stack_less_the_woken_floor() -> None:
         "| floor + wake | 110 | - |",
     ]
     assert "12 events, 5,237 body bytes" in rows[1]
+
+
+def test_e2e_target_pairs_give_one_line_per_target_of_the_stream() -> None:
+    # `python -m benches.e2e targets STREAM`: the transport pairs and, where
+    # ADK is installed, the ADK pairs; one pair each here, on a small stream.
+    stream = corpus.build("agentic", scale=0.01)
+    with e2e.Server("plain", 0.01) as server:
+        lines = asyncio.run(e2e.target_pairs(server.url, stream, 1, stream.events, stream.events))
+    assert [line.split(":")[0] for line in lines] == ["agentic", "agentic"]
+    assert lines[0].startswith("agentic: transport ÷ aggregation ")
+    assert lines[0].endswith(" (pairs: 1)")
+    adk = "google-genai + ADK ÷ fastagg "
+    assert (
+        lines[1].startswith(f"agentic: {adk}")
+        if e2e.adk_available()
+        else lines[1] == (f"agentic: {adk.rstrip()}: google-adk not installed")
+    )
+
+
+def test_e2e_main_refuses_an_unknown_stream_with_the_usage() -> None:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert e2e.main(["targets", "giant_arg"]) == 2
+        assert e2e.main(["targets", "text", "0"]) == 2
+    assert err.getvalue().count("python -m benches.e2e targets STREAM [PAIRS]") == 2
+    assert "streams: text, tool_parallel, streamed_args, interleaved, agentic" in err.getvalue()
