@@ -70,7 +70,8 @@ class ProviderError(FastaggError):
     ``retry_after`` the delay the service asked for in seconds (``Retry-After``
     or ``RetryInfo.retryDelay``), ``kind`` one of ``"http"``, ``"in-stream"``,
     ``"connection"``, ``"no-finish-reason"``, ``"malformed"``, ``"timeout"``,
-    ``"history"`` (the model refused the history, L35; see :data:`ProviderErrorKind`);
+    ``"history"`` (the model refused the history, L35, or its own output cannot be
+    sent back, L33a; see :data:`ProviderErrorKind`);
     ``body`` the error object as received, when there was one.
     """
 

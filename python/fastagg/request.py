@@ -114,6 +114,11 @@ class RequestGuard:
             str
         ] = []  # model contents of the current turn with an unsigned first call
 
+    @property
+    def requires_signatures(self) -> bool:
+        """Whether the first call of each current-turn model content must be signed (L2)."""
+        return self._require_signatures
+
     def fork(self) -> RequestGuard:
         """An independent copy, to check a request that adds contents without keeping them."""
         other = RequestGuard(require_signatures=self._require_signatures)

@@ -261,16 +261,23 @@ def _strip(content: Content) -> tuple[Content | None, int]:
 def _sentinel(contents: list[Content], k: int) -> str | None:
     """Put the sentinel on the first function call of ``contents[k]`` if it has no
     signature; the call's name when it did."""
-    parts = contents[k].get("parts") or []
+    contents[k], name = sentinel_on_first_call(contents[k])
+    return name
+
+
+def sentinel_on_first_call(content: Content) -> tuple[Content, str | None]:
+    """``content`` with the sentinel on its first function call when that call has no
+    signature (a new content; the given one is not changed), and the call's name; else
+    ``content`` itself and None (L33, L33a)."""
+    parts = content.get("parts") or []
     for j, part in enumerate(parts):
         if isinstance(part, Mapping) and isinstance(part.get("functionCall"), Mapping):
             if part.get("thoughtSignature"):
-                return None
+                return content, None
             new_parts = list(parts)
             new_parts[j] = {**part, "thoughtSignature": SENTINEL_SIGNATURE}
-            contents[k] = {**contents[k], "parts": new_parts}
-            return str(part["functionCall"].get("name"))
-    return None
+            return {**content, "parts": new_parts}, str(part["functionCall"].get("name"))
+    return content, None
 
 
 def _turn_start(contents: Sequence[Any]) -> int:

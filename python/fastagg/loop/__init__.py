@@ -81,8 +81,10 @@ async def run_turn(
     ``signature_policy`` says what to do with signatures the target model
     cannot accept (:mod:`fastagg.signatures`, L33).
 
-    Raises :class:`InvalidRequestError` when a request would be rejected (L2),
-    and ``CancelledError`` when the calling task is cancelled (after cleanup).
+    Raises :class:`InvalidRequestError` when ``contents`` would be rejected (L2;
+    nothing is sent), and ``CancelledError`` when the calling task is cancelled
+    (after cleanup). The model's own output that cannot be sent back as it came
+    gets the sentinel signature or ends the turn (L33a), never an exception.
     Everything else (budgets, abort, provider failures) ends the turn with a
     result whose ``stop_reason`` and ``message`` say what happened.
     """

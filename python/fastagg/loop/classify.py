@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from .._json import FunctionCall, JSONObject
 from .._rpc import retryable, stream_error
-from ..errors import ProviderError
+from ..errors import InvalidRequestError, ProviderError
 from ..events import StepOutcome
 from .messages import describe, error_label, times
 
@@ -200,3 +200,11 @@ def history_error(where: str | None, finish_message: str | None) -> tuple[str, P
         body={"finishReason": "MISSING_THOUGHT_SIGNATURE", "finishMessage": finish_message},
     )
     return detail, error
+
+
+def unsendable(error: InvalidRequestError) -> tuple[str, ProviderError]:
+    """The {detail} and error of a turn whose next request would carry the model's own
+    output as the request guard refuses it (L33a): never sent, never retried."""
+    detail = f"its output at {error.where} cannot be sent back"
+    message = f"the model's own output cannot be sent back in the next request: {error}"
+    return detail, ProviderError(None, "UNSENDABLE_OUTPUT", message, False, kind="history")

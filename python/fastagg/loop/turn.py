@@ -1,4 +1,4 @@
-"""One turn: the step driver (L1-L4, L7, L9-L12, L15, L20, L21, L24, L37, L40, L43).
+"""One turn: the step driver (L1-L4, L7, L9-L12, L15, L20, L21, L24, L33a, L37, L40, L43).
 
 :class:`Turn` runs the steps in a task of its own and puts the parts together:
 the clock (:mod:`.clock`) cancels it when a cause fires, each step's response
@@ -16,15 +16,21 @@ from typing import Any
 
 from .._json import Content, JSONObject, Request
 from .._sdk_request import loop_inputs
-from ..errors import ProviderError
+from ..errors import InvalidRequestError, ProviderError
 from ..events import Phase, StepEnd, StepKind, StepOutcome, StepStart, TurnEnd, TurnEvent
 from ..limits import StopReason, TurnLimits, TurnResult
 from ..model import ModelClient
 from ..request import map_finish_reason
-from ..signatures import Origin, SignaturePolicy, first_unsigned_call, prepare_history
+from ..signatures import (
+    Origin,
+    SignaturePolicy,
+    first_unsigned_call,
+    prepare_history,
+    sentinel_on_first_call,
+)
 from ..tools import Tool
 from .batch import ToolRunner, tool_map
-from .classify import Budget, Outcome, Verdict, classify, history_error
+from .classify import Budget, Outcome, Verdict, classify, history_error, unsendable
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
 from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
@@ -82,6 +88,12 @@ class Turn:
         )
         wire.guard.extend(self.contents)
         wire.guard.check_end()
+        # L33a: the model's own first call sent without a signature gets the sentinel.
+        self.sign_own = wire.guard.requires_signatures and SignaturePolicy(policy) in (
+            SignaturePolicy.AUTO,
+            SignaturePolicy.SENTINEL,
+        )
+        self.own_sentinels = 0
         self.clock = TurnClock(limits, abort)
         self.emit = Emitter(sink, self.clock, limits.max_steps, self.target.backend)
         self.usage = UsageMeter(limits.max_context_tokens)
@@ -193,8 +205,13 @@ class Turn:
                 self.retries[retry] += 1
                 retry = None
             budget.malformed_sent = self.retries["malformed"]
+            try:
+                request = self.wire.request()
+            except InvalidRequestError as exc:  # L33a: the model's own output, not the caller's
+                self.detail, self.error = unsendable(exc)
+                return StopReason.PROVIDER_ERROR
             result, error, visible = await self._request(
-                step, budget.attempt, self.wire.request(), self.clock.call_timeout()
+                step, budget.attempt, request, self.clock.call_timeout()
             )
             response = self.wire.response(result)
             self.raw_finish = response.finish
@@ -249,6 +266,10 @@ class Turn:
         if outcome is Outcome.TOOL_CALLS:
             content = self.wire.model_turn(result)
             assert content is not None  # it holds the calls
+            if self.sign_own:  # L33a
+                content, unsigned = sentinel_on_first_call(content)
+                if unsigned is not None:
+                    await self._own_sentinel(step, unsigned)
             self._append(content, self.target)
             await self.tools.run(step, verdict.calls)
             return None
@@ -265,6 +286,17 @@ class Turn:
             self.error = verdict.error
             self.detail = verdict.detail
         return StopReason.PROVIDER_ERROR
+
+    async def _own_sentinel(self, step: int, name: str) -> None:
+        """L33a: say that the model's own first call came unsigned and got the sentinel."""
+        self.own_sentinels += 1
+        await self._say(
+            "signature-sentinel",
+            step,
+            f"put the sentinel signature on the first function call of "
+            f"contents[{len(self.contents)}] ({name!r}): {self.target} sent it without a "
+            "thoughtSignature, and the next request needs one there",
+        )
 
     def _retry_delay(self, error: ProviderError, done: int) -> float | None:
         """Seconds to wait before retry number ``done + 1``; None when that would pass the deadline."""
@@ -324,7 +356,11 @@ class Turn:
     async def _final_answer(self) -> StopReason:
         limits = self.limits
         note = self.wire.note(FINAL_ANSWER_NOTE)
-        request = self.wire.final_request(note)
+        try:
+            request = self.wire.final_request(note)
+        except InvalidRequestError as exc:  # L33a
+            self.detail, self.error = unsendable(exc)
+            return StopReason.PROVIDER_ERROR
         remaining = self.clock.remaining()
         window = limits.synth_timeout if remaining is None else min(limits.synth_timeout, remaining)
         step = limits.max_steps + 1
@@ -399,7 +435,7 @@ class Turn:
         return None
 
     def _signature_counts(self) -> dict[str, int]:
-        counts = {"stripped": 0, "sentinels": 0}
+        counts = {"stripped": 0, "sentinels": self.own_sentinels}
         for change in self.signature_changes:
             counts["stripped" if change.action == "strip" else "sentinels"] += change.count
         return counts
