@@ -189,7 +189,7 @@ def prepare_history(
         policy is SignaturePolicy.AUTO and requires_signatures(target.model)
     )
     if wants_sentinel:
-        for k in range(_turn_start(out), len(out)):
+        for k in range(turn_start(out), len(out)):
             origin = out_tags[k]
             if foreign[k] < 0 or origin is None:
                 continue
@@ -203,7 +203,7 @@ def prepare_history(
 def first_unsigned_call(contents: Sequence[Any]) -> str | None:
     """Where the first current-turn step whose first function call has no signature is,
     as ``contents[i].parts[j] (function call 'name')``; None when every one is signed."""
-    for i in range(_turn_start(contents), len(contents)):
+    for i in range(turn_start(contents), len(contents)):
         content = contents[i]
         if not isinstance(content, Mapping) or content.get("role") != "model":
             continue
@@ -271,16 +271,20 @@ def sentinel_on_first_call(content: Content) -> tuple[Content, str | None]:
     ``content`` itself and None (L33, L33a)."""
     parts = content.get("parts") or []
     for j, part in enumerate(parts):
-        if isinstance(part, Mapping) and isinstance(part.get("functionCall"), Mapping):
+        # L71: run on every tool step; exact dicts (as aggregated) skip the ABC checks.
+        if type(part) is not dict and not isinstance(part, Mapping):
+            continue
+        call = part.get("functionCall")
+        if call is not None and (type(call) is dict or isinstance(call, Mapping)):
             if part.get("thoughtSignature"):
                 return content, None
             new_parts = list(parts)
             new_parts[j] = {**part, "thoughtSignature": SENTINEL_SIGNATURE}
-            return {**content, "parts": new_parts}, str(part["functionCall"].get("name"))
+            return {**content, "parts": new_parts}, str(call.get("name"))
     return content, None
 
 
-def _turn_start(contents: Sequence[Any]) -> int:
+def turn_start(contents: Sequence[Any]) -> int:
     """The index after the last user content that is not only function responses (L2)."""
     start = 0
     for i, content in enumerate(contents):

@@ -71,11 +71,14 @@ async def test_l33a_the_models_own_unsigned_call_gets_the_sentinel_and_the_turn_
     assert model.requests[1]["contents"][1:] == [signed, RESPONSES]
     assert result.contents[1:3] == [signed, RESPONSES]
     assert_replayable(result.contents)
+    # Said once, with the step whose request carries it, before that step starts.
     said = [e for e in seen if isinstance(e, events.Lifecycle)]
+    starts = [e for e in seen if isinstance(e, events.StepStart)]
+    assert seen.index(said[0]) == seen.index(starts[1]) - 1
     assert [(e.phase, e.step, e.detail) for e in said] == [
         (
             "signature-sentinel",
-            1,
+            2,
             "put the sentinel signature on the first function call of contents[1] ('lookup'): "
             "gemini-3-flash-preview (Gemini API) sent it without a thoughtSignature, and the next "
             "request needs one there",

@@ -27,6 +27,7 @@ from ..signatures import (
     first_unsigned_call,
     prepare_history,
     sentinel_on_first_call,
+    turn_start,
 )
 from ..tools import Tool
 from .batch import ToolRunner, tool_map
@@ -89,10 +90,8 @@ class Turn:
         wire.guard.extend(self.contents)
         wire.guard.check_end()
         # L33a: the model's own first call sent without a signature gets the sentinel.
-        self.sign_own = wire.guard.requires_signatures and SignaturePolicy(policy) in (
-            SignaturePolicy.AUTO,
-            SignaturePolicy.SENTINEL,
-        )
+        # (prepare_history has checked the policy; its values are plain strings too)
+        self.sign_own = policy in ("auto", "sentinel")
         self.own_sentinels = 0
         self.clock = TurnClock(limits, abort)
         self.emit = Emitter(sink, self.clock, limits.max_steps, self.target.backend)
@@ -208,8 +207,10 @@ class Turn:
             try:
                 request = self.wire.request()
             except InvalidRequestError as exc:  # L33a: the model's own output, not the caller's
-                self.detail, self.error = unsendable(exc)
-                return StopReason.PROVIDER_ERROR
+                again = await self._own_output(step, exc, self.wire.request)
+                if again is None:
+                    return StopReason.PROVIDER_ERROR
+                request = again
             result, error, visible = await self._request(
                 step, budget.attempt, request, self.clock.call_timeout()
             )
@@ -266,10 +267,6 @@ class Turn:
         if outcome is Outcome.TOOL_CALLS:
             content = self.wire.model_turn(result)
             assert content is not None  # it holds the calls
-            if self.sign_own:  # L33a
-                content, unsigned = sentinel_on_first_call(content)
-                if unsigned is not None:
-                    await self._own_sentinel(step, unsigned)
             self._append(content, self.target)
             await self.tools.run(step, verdict.calls)
             return None
@@ -287,16 +284,36 @@ class Turn:
             self.detail = verdict.detail
         return StopReason.PROVIDER_ERROR
 
-    async def _own_sentinel(self, step: int, name: str) -> None:
-        """L33a: say that the model's own first call came unsigned and got the sentinel."""
-        self.own_sentinels += 1
-        await self._say(
-            "signature-sentinel",
-            step,
-            f"put the sentinel signature on the first function call of "
-            f"contents[{len(self.contents)}] ({name!r}): {self.target} sent it without a "
-            "thoughtSignature, and the next request needs one there",
-        )
+    async def _own_output(
+        self, step: int, refused: InvalidRequestError, build: Callable[[], Request]
+    ) -> Request | None:
+        """L33a: the guard refused the next request, which adds only the model's output
+        and the loop's own contents. The sentinel goes on each first call the model sent
+        unsigned in the current turn, when that is allowed, and the request is built
+        again; else (or if still refused) the turn ends with the error, nothing sent."""
+        if self.sign_own:
+            first_added = len(self.contents) - len(self.added)
+            start = max(turn_start(self.contents), first_added)
+            for i in range(start, len(self.contents)):
+                if self.added[i - first_added] is None:
+                    continue  # the loop's own content
+                self.contents[i], name = sentinel_on_first_call(self.contents[i])
+                if name is not None:
+                    self.own_sentinels += 1
+                    await self._say(
+                        "signature-sentinel",
+                        step,
+                        f"put the sentinel signature on the first function call of "
+                        f"contents[{i}] ({name!r}): {self.target} sent it without a "
+                        "thoughtSignature, and the next request needs one there",
+                    )
+            self.wire.recheck()
+            try:
+                return build()
+            except InvalidRequestError as exc:
+                refused = exc
+        self.detail, self.error = unsendable(refused)
+        return None
 
     def _retry_delay(self, error: ProviderError, done: int) -> float | None:
         """Seconds to wait before retry number ``done + 1``; None when that would pass the deadline."""
@@ -359,8 +376,12 @@ class Turn:
         try:
             request = self.wire.final_request(note)
         except InvalidRequestError as exc:  # L33a
-            self.detail, self.error = unsendable(exc)
-            return StopReason.PROVIDER_ERROR
+            again = await self._own_output(
+                limits.max_steps + 1, exc, lambda: self.wire.final_request(note)
+            )
+            if again is None:
+                return StopReason.PROVIDER_ERROR
+            request = again
         remaining = self.clock.remaining()
         window = limits.synth_timeout if remaining is None else min(limits.synth_timeout, remaining)
         step = limits.max_steps + 1

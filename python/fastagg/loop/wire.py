@@ -35,6 +35,10 @@ class Wire(Protocol):
         """The step-cap request: the transcript, ``note``, tools off (L9, L27), checked (L2)."""
         ...
 
+    def recheck(self) -> None:
+        """Check the whole transcript again at the next request (L33a: a content changed)."""
+        ...
+
     def aggregator(self, display: bool) -> Any:
         """A fresh aggregator for one response stream; ``display``: the loop has a sink
         and delivers the stream's deltas (else it needs none, L70)."""
@@ -118,6 +122,11 @@ class GenerateContentWire:
         self.guard.extend(self.contents)
         self.guard.check_end()
         return self._request
+
+    def recheck(self) -> None:
+        # L33a: a fresh guard; the next request checks every content again
+        """Check the whole transcript again at the next request (L33a: a content changed)."""
+        self.guard = RequestGuard(require_signatures=self.guard.requires_signatures)
 
     def final_request(self, note: Content) -> Request:
         guard = self.guard.fork()
