@@ -14,7 +14,8 @@ returns (it never raises), and:
   the same kind (no signature is made up, moved from a call to text, or altered),
   but for the sentinel L33a puts on a call the model sent unsigned, each counted;
 - L12: ``usage_by_step`` has one entry per request sent, failed attempts included;
-- L13: the events end with ``TurnEnd`` carrying the very result returned, every
+- L13: with a sink (half the turns; the other half takes L70's path without
+  one), the events end with ``TurnEnd`` carrying the very result returned, every
   ``StepStart`` is answered by one ``StepEnd`` before the next ``StepStart``, and
   every ``ToolCallStart`` by one ``ToolCallEnd``;
 - L9: no more steps than ``max_steps`` plus the step-cap request;
@@ -185,8 +186,9 @@ def _check_events(events: list[Any], result: Any) -> None:
     assert set(tools.values()) <= {0}, tools
 
 
-async def _one(model: ScriptedModel, limits: TurnLimits, seen: list[Any]) -> Any:
-    result = await run_turn(model, USER, tools=TOOLS, limits=limits, on_event=seen.append)
+async def _one(model: ScriptedModel, limits: TurnLimits, seen: list[Any] | None) -> Any:
+    sink = None if seen is None else seen.append  # L70: without a sink, the other path
+    result = await run_turn(model, USER, tools=TOOLS, limits=limits, on_event=sink)
     assert pending_tasks() == []
     return result
 
@@ -200,7 +202,7 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_scripts_keep_every_promise() -
         limits = TurnLimits(
             max_steps=rng.choice([1, 2, 4, 8]), retry_backoff=0.0, max_retry_backoff=0.0
         )
-        seen: list[Any] = []
+        seen: list[Any] | None = [] if rng.random() < 0.5 else None
 
         result = asyncio.run(_one(model, limits, seen))
         where = f"turn {turn}: {result.stop_reason} {result.message!r}"
@@ -215,7 +217,8 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_scripts_keep_every_promise() -
         assert kept <= sent, where
         assert len(result.usage_by_step) == len(model.requests), where
         assert result.steps_used <= limits.max_steps + 1, where
-        _check_events(seen, result)
+        if seen is not None:
+            _check_events(seen, result)
         if result.stop_reason is StopReason.COMPLETED:
             assert (result.error, result.message) == (None, None), where
         else:
@@ -226,7 +229,7 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_scripts_keep_every_promise() -
     if (TURNS, SEED) != (400, 14):
         return
     assert stops == {
-        StopReason.COMPLETED: 253,
-        StopReason.PROVIDER_ERROR: 109,
-        StopReason.STEP_CAP: 38,
+        StopReason.COMPLETED: 244,
+        StopReason.PROVIDER_ERROR: 112,
+        StopReason.STEP_CAP: 44,
     }
