@@ -4,8 +4,8 @@ Each turn replays a seeded script of replies (answers, parallel and streamed
 calls with and without ids, missing signatures, unknown tools, bad arguments,
 in-stream and HTTP errors, dropped connections, malformed calls, other finish
 reasons, a bad payload after the events, empty and reasoning-only steps, blocked
-prompts) against three tools, one of which raises. Whatever happens, the turn
-returns (it never raises), and:
+prompts) against four tools: one raises, one sets the turn's abort event.
+Whatever happens, the turn returns (it never raises), and:
 
 - L14: no task of the turn is pending and every response is closed;
 - L2: every request sent passes the request guard, and the transcript plus a
@@ -70,8 +70,22 @@ async def pause(seconds: float) -> str:
     return "done"
 
 
-TOOLS = [weather, broken, pause]
-GOOD_ARGS = {"weather": {"city": "Paris"}, "broken": {"n": 3}, "pause": {"seconds": 0.5}}
+ABORT: list[asyncio.Event] = []  # the running turn's abort event
+
+
+def halt() -> str:
+    """Stops the turn: the caller's abort, set from inside a step (L6)."""
+    ABORT[-1].set()
+    return "stopping"
+
+
+TOOLS = [weather, broken, pause, halt]
+GOOD_ARGS = {
+    "weather": {"city": "Paris"},
+    "broken": {"n": 3},
+    "pause": {"seconds": 0.5},
+    "halt": {},
+}
 
 
 class Endless(ScriptedModel):
@@ -87,7 +101,7 @@ def _calls(rng: random.Random, n: int, seed: str) -> list[dict[str, Any]]:
     ids = rng.choice(["unique", "none", "repeated"])
     parts = []
     for i in range(rng.choice([1, 1, 2, 3])):
-        name = rng.choice(["weather", "broken", "pause", "weather", "missing_tool"])
+        name = rng.choice(["weather", "broken", "pause", "weather", "missing_tool"] * 3 + ["halt"])
         args = GOOD_ARGS.get(name, {}) if rng.random() < 0.85 else {"wrong": [1, {"x": None}]}
         call_id = {"unique": f"{seed}-{i}", "none": None, "repeated": f"{seed}"}[ids]
         signed = i == 0 and rng.random() < 0.9
@@ -188,7 +202,8 @@ def _check_events(events: list[Any], result: Any) -> None:
 
 async def _one(model: ScriptedModel, limits: TurnLimits, seen: list[Any] | None) -> Any:
     sink = None if seen is None else seen.append  # L70: without a sink, the other path
-    result = await run_turn(model, USER, tools=TOOLS, limits=limits, on_event=sink)
+    ABORT[:] = [asyncio.Event()]
+    result = await run_turn(model, USER, tools=TOOLS, limits=limits, on_event=sink, abort=ABORT[-1])
     assert pending_tasks() == []
     return result
 
@@ -224,12 +239,13 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_scripts_keep_every_promise() -
         else:
             assert result.message, where
         stops[result.stop_reason] += 1
-    # The scripts reach the three ways a turn ends without a clock (the clocks' own
+    # The scripts reach the four ways a turn ends without a clock (the clocks' own
     # ends are tested in test_clocks.py), each many times.
     if (TURNS, SEED) != (400, 14):
         return
     assert stops == {
-        StopReason.COMPLETED: 244,
-        StopReason.PROVIDER_ERROR: 112,
-        StopReason.STEP_CAP: 44,
+        StopReason.COMPLETED: 230,
+        StopReason.PROVIDER_ERROR: 116,
+        StopReason.STEP_CAP: 39,
+        StopReason.ABORTED: 15,
     }
