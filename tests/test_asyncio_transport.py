@@ -142,6 +142,24 @@ async def test_h8_a_new_connection_that_fails_before_any_byte_is_not_retried() -
     assert connections == [1]
 
 
+async def test_h7_a_framing_error_read_with_the_head_keeps_the_response_and_its_bytes() -> None:
+    # Head, one good chunk and a broken chunk-size line in one write (and so, here, in
+    # one socket read): the response started, and the good bytes come before the error.
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\nzz\r\n"
+    server, url, _ = await serve(lambda conn, req: chunked % (len(BODY), BODY))
+    received = b""
+    async with server, GeminiClient("m", api_key="k", base_url=url, transport="asyncio") as client:
+        with pytest.raises(ProviderError) as info:
+            async with client.stream(REQUEST, timeout=5) as body:
+                async for piece in body:
+                    received += piece
+    assert received == BODY
+    assert info.value.message == (
+        f"connection failed after {len(BODY)} bytes of the body: HttpProtocolError: a "
+        f"chunk-size line is not hexadecimal: b'zz' (after {len(BODY)} bytes of the body)"
+    )
+
+
 async def test_h8_requests_wait_for_a_free_connection_at_the_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -119,10 +119,10 @@ class AsyncioTransport:
                     await _bounded(conn.drain(), _cap(timeout, WRITE_TIMEOUT))
                 while conn.response is None and conn.error is None and not conn.lost:
                     await conn.wait(timeout)
-                if conn.error is not None:
-                    raise conn.error
                 if conn.response is None:
-                    raise ConnectionResetError("the server closed the connection")
+                    raise conn.error or ConnectionResetError("the server closed the connection")
+                # H7: a head read together with a failure is still a response: its body
+                # bytes come before the error, which the body raises in its turn.
             except _TIMEOUTS as exc:
                 self._discard(conn)
                 raise errors.timeout_error(exc, errors.BEFORE) from exc
