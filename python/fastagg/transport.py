@@ -294,7 +294,7 @@ def _split_credentials(proxy: str) -> tuple[str, aiohttp.BasicAuth | None]:
 class AiohttpResponse:
     """The body of one aiohttp response: ``content.readany()`` per chunk (H6)."""
 
-    __slots__ = ("_readany", "_response", "headers", "reason", "status")
+    __slots__ = ("_closed", "_readany", "_response", "headers", "reason", "status")
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self._response = response
@@ -305,6 +305,21 @@ class AiohttpResponse:
         # read, not per HTTP chunk); the content is already decoded when the
         # response has a Content-Encoding.
         self._readany = response.content.readany
+        # H7: aiohttp's parser can fail mid-body (a broken chunk-size line) and close
+        # the connection without telling the body, whose reader would then wait for
+        # the timeout: the connection's end ends a body that has not ended.
+        connection = response.connection
+        protocol = None if connection is None else connection.protocol
+        self._closed = None if protocol is None else protocol.closed
+        if self._closed is not None:
+            self._closed.add_done_callback(self._connection_ended)
+
+    def _connection_ended(self, closed: asyncio.Future[None]) -> None:
+        content = self._response.content
+        if not content.is_eof() and content.exception() is None:
+            content.set_exception(
+                aiohttp.ClientPayloadError("the connection closed before the body ended")
+            )
 
     def __aiter__(self) -> AiohttpResponse:
         return self
@@ -355,6 +370,9 @@ class AiohttpResponse:
 
     async def aclose(self) -> None:
         """Release the connection: back to the pool after a full body, closed otherwise."""
+        if self._closed is not None:  # a kept-alive connection must not collect callbacks
+            self._closed.remove_done_callback(self._connection_ended)
+            self._closed = None
         # release() closes the connection when the payload is incomplete.
         self._response.release()
 
