@@ -310,7 +310,8 @@ class AiohttpResponse:
         # the timeout: the connection's end ends a body that has not ended.
         connection = response.connection
         protocol = None if connection is None else connection.protocol
-        self._closed = None if protocol is None else protocol.closed
+        closed = getattr(protocol, "closed", None)  # a future in recent aiohttp; 3.9 has none
+        self._closed = closed if isinstance(closed, asyncio.Future) else None
         if self._closed is not None:
             self._closed.add_done_callback(self._connection_ended)
 
