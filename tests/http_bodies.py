@@ -3,6 +3,7 @@ body as FakeGemini frames it, and each transport's exception for a body cut shor
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -24,3 +25,14 @@ def frames(chunks: list[dict[str, Any]]) -> bytes:
         b"data: " + json.dumps(c, ensure_ascii=False, separators=(",", ": ")).encode() + b"\r\n\r\n"
         for c in chunks
     )
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One request as a test server reads it: the head, then the ``Content-Length``
+    body (returned); ``IncompleteReadError`` once the client has gone."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return await reader.readexactly(length)

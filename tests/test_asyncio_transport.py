@@ -22,6 +22,7 @@ from fastagg.client import GeminiClient
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, chunk, final, signature, text
 from fastagg.transport import AsyncioTransport
+from http_bodies import read_request
 
 TLS = Path(__file__).parent / "data" / "tls"  # a self-signed certificate for 127.0.0.1
 REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
@@ -92,13 +93,7 @@ async def serve(
         connections.append(0)
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":")[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                await reader.readexactly(length)
+                await read_request(reader)
                 reply = answer(index, connections[index])
                 connections[index] += 1
                 if reply is None:

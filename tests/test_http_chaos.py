@@ -25,7 +25,7 @@ import pytest
 
 from fastagg.client import GeminiClient
 from fastagg.errors import ProviderError
-from http_bodies import REQUEST
+from http_bodies import REQUEST, read_request
 
 REQUESTS = 60
 KINDS = (
@@ -85,13 +85,7 @@ class ChaosServer:
         fresh = True  # no request answered on this connection yet
         try:
             while self.served < len(self.steps):
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.decode("latin-1").split("\r\n"):
-                    name, _, value = line.partition(":")
-                    if name.lower() == "content-length":
-                        length = int(value)
-                await reader.readexactly(length)
+                await read_request(reader)
                 kind, detail = self.steps[self.served]
                 n = self.served
                 self.served += 1

@@ -26,7 +26,7 @@ from fastagg.transport import (
     Transport,
     pump,
 )
-from http_bodies import CHUNKS, DROP_ERROR, REQUEST, frames
+from http_bodies import CHUNKS, DROP_ERROR, REQUEST, frames, read_request
 
 # The stack's own exception name follows the transport-neutral prefix (H5).
 CONNECT_ERROR = {
@@ -588,13 +588,7 @@ async def test_h7_a_broken_chunk_line_after_part_of_the_body_ends_it_on_every_tr
     body = frames(CHUNKS)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        await reader.readexactly(length)
+        await read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
         writer.write(b"%x\r\n%s\r\n" % (len(body), body))
         await read_it.wait()
