@@ -271,7 +271,7 @@ def sentinel_on_first_call(content: Content) -> tuple[Content, str | None]:
     ``content`` itself and None (L33, L33a)."""
     parts = content.get("parts") or []
     for j, part in enumerate(parts):
-        # L71: run on every tool step; exact dicts (as aggregated) skip the ABC checks.
+        # Exact dicts (the aggregated contents) skip the ABC checks.
         if type(part) is not dict and not isinstance(part, Mapping):
             continue
         call = part.get("functionCall")
