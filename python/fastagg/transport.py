@@ -310,7 +310,8 @@ class AiohttpResponse:
         # the timeout: the connection's end ends a body that has not ended.
         connection = response.connection
         protocol = None if connection is None else connection.protocol
-        closed = getattr(protocol, "closed", None)  # a future in recent aiohttp; 3.9 has none
+        # A future from aiohttp 3.12.4 on (the floor, H12); None once the connection is gone.
+        closed = getattr(protocol, "closed", None)
         self._closed = closed if isinstance(closed, asyncio.Future) else None
         if self._closed is not None:
             self._closed.add_done_callback(self._connection_ended)
