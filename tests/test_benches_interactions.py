@@ -14,12 +14,17 @@ if str(ROOT) not in sys.path:  # ``benches`` lives in the source tree, it is not
 
 from benches import interactions  # noqa: E402
 
+_GENAI = interactions._genai_available()
+
 
 @pytest.mark.parametrize("name", sorted(interactions.STREAMS))
 def test_interactions_contenders_agree(name: str) -> None:
     body = interactions.build(name, scale=0.02)
+    # The google-genai contender is its 3.x Interactions reader: with an older SDK
+    # (the H12 floor venv) the three fastagg readers still have to agree.
+    labels = [c for c in interactions.CONTENDERS if c != "google-genai" or _GENAI]
     results = {
-        label: interactions.summary(fn(body)) for label, fn in interactions.CONTENDERS.items()
+        label: interactions.summary(interactions.CONTENDERS[label](body)) for label in labels
     }
     want = results["fastagg"]
     assert want["status"] in ("completed", "requires_action")

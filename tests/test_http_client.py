@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -201,6 +202,30 @@ async def test_expired_credentials_are_refreshed_in_a_worker_thread(transport: s
     assert [r.headers["authorization"] for r in server.records] == ["Bearer fresh"] * 2
     assert len(creds.refresh_threads) == 1
     assert creds.refresh_threads[0] != threading.get_ident()
+
+
+async def test_h1_vertex_without_requests_names_the_extra_and_sends_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # google-auth alone has no `requests`, which the token refresh imports: the
+    # `vertex` extra asks for google-auth[requests], and its absence is one clear error.
+    pytest.importorskip("google.auth")
+    monkeypatch.setitem(sys.modules, "google.auth.transport.requests", None)
+    async with (
+        FakeGemini([CHUNKS]) as server,
+        GeminiClient(
+            "m", vertex=True, project="p", credentials=RefreshingCredentials(), base_url=server.url
+        ) as client,
+    ):
+        with pytest.raises(ImportError) as info:
+            await read_all(client)
+    assert str(info.value) == (
+        "Vertex AI with a project needs google-auth and requests (for its token refresh): "
+        "pip install 'fastagg[vertex]' (or use an API key: GeminiClient(..., vertex=True, "
+        "api_key=...)); the import failed: import of google.auth.transport.requests halted; "
+        "None in sys.modules"
+    )
+    assert server.records == []
 
 
 class FailingCredentials(RefreshingCredentials):

@@ -34,24 +34,34 @@ def _numbers(text: str) -> tuple[int, ...]:
 def test_h12_the_floors_are_the_runtime_dependencies_of_pyproject() -> None:
     pins = _tool().floors((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     # aiohttp 3.12.4 is the first release with the connection's `closed` future (H7).
-    assert pins == ["orjson==3.9.15", "httpx==0.28.1", "aiohttp==3.12.4"]
+    assert pins == [
+        "orjson==3.9.15",
+        "httpx==0.28.1",
+        "aiohttp==3.12.4",
+        "google-genai==1.68",
+        "google-auth[requests]==2.47.0",
+    ]
 
 
 def test_h12_a_dependency_without_a_floor_is_an_error_that_names_it() -> None:
     pyproject = '[project]\ndependencies = ["orjson>=3.9", "httpx"]\n'
     with pytest.raises(ValueError) as info:
-        _tool().floors(pyproject)
+        _tool().floors(pyproject, extras=())
     assert str(info.value) == (
-        "pyproject.toml [project].dependencies: 'httpx' is not `name>=floor`;"
-        " give every runtime dependency a floor (CI installs it, tools/lowest_deps.py)"
+        "pyproject.toml [project].dependencies: 'httpx' is not `name>=floor`; give every"
+        " runtime dependency a floor (CI installs it, tools/lowest_deps.py)"
     )
+    extra = '[project]\ndependencies = []\noptional-dependencies = {genai = ["google-genai"]}\n'
+    with pytest.raises(ValueError) as info:
+        _tool().floors(extra, extras=("genai",))
+    assert str(info.value).startswith("pyproject.toml extra 'genai': 'google-genai' is not")
 
 
 def test_h12_a_floor_with_an_upper_bound_or_a_marker_is_refused_too() -> None:
     tool = _tool()
     for requirement in ("aiohttp>=3.12.4,<4", "uvloop>=0.19; sys_platform != 'win32'"):
         with pytest.raises(ValueError, match="is not `name>=floor`"):
-            tool.floors(f"[project]\ndependencies = [{requirement!r}]\n")
+            tool.floors(f"[project]\ndependencies = [{requirement!r}]\n", extras=())
 
 
 def test_h12_the_installed_dependencies_meet_their_floors() -> None:
@@ -59,6 +69,7 @@ def test_h12_the_installed_dependencies_meet_their_floors() -> None:
     exact = os.environ.get("FASTAGG_LOWEST_DEPS") == "1"
     for pin in _tool().floors((ROOT / "pyproject.toml").read_text(encoding="utf-8")):
         name, floor = pin.split("==")
+        name = name.split("[")[0]
         installed = version(name)
         if exact:
             assert _numbers(installed) == _numbers(floor), (name, installed)

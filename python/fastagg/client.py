@@ -230,10 +230,9 @@ class GeminiClient:
                     )
                     self._credentials = creds
                 if not getattr(creds, "valid", False) or not getattr(creds, "token", None):
-                    from google.auth.transport.requests import Request
-
                     # refresh() does blocking HTTP: keep it off the event loop.
-                    await asyncio.to_thread(creds.refresh, Request())
+                    request = google_auth.transport.requests.Request()
+                    await asyncio.to_thread(creds.refresh, request)
             except google_auth.exceptions.GoogleAuthError as exc:
                 raise ProviderError(
                     None,
@@ -363,12 +362,16 @@ def _join(base: str, version: str, resource: str) -> str:
 
 
 def _import_google_auth() -> Any:
+    # H1: google-auth alone has no `requests`, which its token refresh needs; the
+    # `vertex` extra asks for google-auth[requests]. Either missing is one message.
     try:
         import google.auth
         import google.auth.exceptions
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+        import google.auth.transport.requests
+    except ImportError as exc:
         raise ImportError(
-            "Vertex AI with a project needs google-auth: pip install 'fastagg[vertex]' "
-            "(or use an API key: GeminiClient(..., vertex=True, api_key=...))"
+            "Vertex AI with a project needs google-auth and requests (for its token refresh): "
+            "pip install 'fastagg[vertex]' (or use an API key: GeminiClient(..., vertex=True, "
+            f"api_key=...)); the import failed: {exc}"
         ) from exc
     return google.auth

@@ -200,12 +200,25 @@ def _record(
     del curated[n_curated:]
     content = types.Content.model_validate(result.content)
     valid = bool(result.parts) and result.finish_reason is not None and result.error is None
-    chat.record_history(
-        user_input=user_input,
-        model_output=[content] if result.parts else [],
-        is_valid=valid,
-    )
+    output = [content] if result.parts else []
+    if _takes_afc_history(chat):
+        # google-genai before 2.18 takes the automatic-function-calling history too;
+        # its own stream passes [] when there is none, which G7 requires.
+        chat.record_history(
+            user_input=user_input,
+            model_output=output,
+            automatic_function_calling_history=[],
+            is_valid=valid,
+        )
+    else:
+        chat.record_history(user_input=user_input, model_output=output, is_valid=valid)
     return result.to_genai()
+
+
+def _takes_afc_history(chat: Any) -> bool:
+    """Whether this SDK's ``record_history`` has the parameter (G7); once per message."""
+    parameters = inspect.signature(chat.record_history).parameters
+    return "automatic_function_calling_history" in parameters
 
 
 class ChatStream(Iterator["GenerateContentResponse"]):
