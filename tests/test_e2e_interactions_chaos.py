@@ -31,8 +31,8 @@ import random
 from collections import Counter
 from typing import Any
 
+from chaos_turns import ABORT, broken, check_events, halt, weather
 from fastagg import GeminiClient
-from fastagg import events as ev
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import run_turn
@@ -50,25 +50,6 @@ TURNS = int(os.environ.get("FASTAGG_ICHAOS_TURNS", "150"))  # the stop counts be
 SEED = int(os.environ.get("FASTAGG_ICHAOS_SEED", "4"))
 USER = [{"role": "user", "parts": [{"text": "Plan a trip to Paris."}]}]
 EXHAUSTED = "script exhausted"
-
-
-def weather(city: str) -> dict[str, Any]:
-    """The weather in ``city``."""
-    return {"city": city, "sky": "clear"}
-
-
-def broken(n: int) -> int:
-    """Always fails."""
-    raise RuntimeError(f"broken tool called with {n}")
-
-
-ABORT: list[asyncio.Event] = []  # the running turn's abort event
-
-
-def halt() -> str:
-    """Stops the turn: the caller's abort, set from inside a step (L6)."""
-    ABORT[-1].set()
-    return "stopping"
 
 
 TOOLS = [weather, broken, halt]
@@ -188,25 +169,6 @@ def _sent_signatures(script: list[InteractionTurn]) -> set[str]:
     }
 
 
-def _check_events(events: list[Any], result: Any) -> None:
-    assert isinstance(events[-1], ev.TurnEnd) and events[-1].result is result
-    open_step = None
-    tools: Counter[tuple[int, int]] = Counter()
-    for event in events:
-        if isinstance(event, ev.StepStart):
-            assert open_step is None, events
-            open_step = (event.step, event.attempt)
-        elif isinstance(event, ev.StepEnd):
-            assert open_step == (event.step, event.attempt), events
-            open_step = None
-        elif isinstance(event, ev.ToolCallStart):
-            tools[(event.step, event.index)] += 1
-        elif isinstance(event, ev.ToolCallEnd):
-            tools[(event.step, event.index)] -= 1
-    assert open_step is None
-    assert set(tools.values()) <= {0}, tools
-
-
 async def _one(
     script: list[InteractionTurn], limits: TurnLimits, seen: list[Any] | None
 ) -> tuple[Any, list[tuple[str, str, dict[str, str], Any]]]:
@@ -245,7 +207,7 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_interactions_turns_keep_every_
         assert len(result.usage_by_step) == len(creates), where
         assert result.steps_used <= limits.max_steps + 1, where
         if seen is not None:
-            _check_events(seen, result)
+            check_events(seen, result)
         if result.stop_reason is StopReason.COMPLETED:
             assert (result.error, result.message) == (None, None), where
         else:

@@ -30,7 +30,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from fastagg import events as ev
+from chaos_turns import ABORT, broken, check_events, halt, weather
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import run_turn
@@ -54,29 +54,10 @@ SEED = int(os.environ.get("FASTAGG_CHAOS_SEED", "14"))
 USER = [{"role": "user", "parts": [{"text": "Plan a trip to Paris."}]}]
 
 
-def weather(city: str) -> dict[str, Any]:
-    """The weather in ``city``."""
-    return {"city": city, "sky": "clear"}
-
-
-def broken(n: int) -> int:
-    """Always fails."""
-    raise RuntimeError(f"broken tool called with {n}")
-
-
 async def pause(seconds: float) -> str:
     """Yields to the event loop once."""
     await asyncio.sleep(0)
     return "done"
-
-
-ABORT: list[asyncio.Event] = []  # the running turn's abort event
-
-
-def halt() -> str:
-    """Stops the turn: the caller's abort, set from inside a step (L6)."""
-    ABORT[-1].set()
-    return "stopping"
 
 
 TOOLS = [weather, broken, pause, halt]
@@ -181,25 +162,6 @@ def _signatures(obj: Any, kind: str = "") -> list[tuple[str, str]]:
     return found
 
 
-def _check_events(events: list[Any], result: Any) -> None:
-    assert isinstance(events[-1], ev.TurnEnd) and events[-1].result is result
-    open_step = None
-    tools: Counter[tuple[int, int]] = Counter()
-    for event in events:
-        if isinstance(event, ev.StepStart):
-            assert open_step is None, events
-            open_step = (event.step, event.attempt)
-        elif isinstance(event, ev.StepEnd):
-            assert open_step == (event.step, event.attempt), events
-            open_step = None
-        elif isinstance(event, ev.ToolCallStart):
-            tools[(event.step, event.index)] += 1
-        elif isinstance(event, ev.ToolCallEnd):
-            tools[(event.step, event.index)] -= 1
-    assert open_step is None
-    assert set(tools.values()) <= {0}, tools
-
-
 async def _one(model: ScriptedModel, limits: TurnLimits, seen: list[Any] | None) -> Any:
     sink = None if seen is None else seen.append  # L70: without a sink, the other path
     ABORT[:] = [asyncio.Event()]
@@ -233,7 +195,7 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_scripts_keep_every_promise() -
         assert len(result.usage_by_step) == len(model.requests), where
         assert result.steps_used <= limits.max_steps + 1, where
         if seen is not None:
-            _check_events(seen, result)
+            check_events(seen, result)
         if result.stop_reason is StopReason.COMPLETED:
             assert (result.error, result.message) == (None, None), where
         else:
