@@ -32,6 +32,8 @@ CODE_DIRS = [
     ROOT / "python" / "fastagg",
     ROOT / "benches",  # the measurement rules (K6) are implemented there
 ]
+# the manifests that implement the dependency and toolchain rules (H12, H13)
+CODE_FILES = [ROOT / "Cargo.toml", ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
 RUST_TEST_DIRS = [
     ROOT / "rust" / "core" / "tests",
     ROOT / "rust" / "core" / "src",
@@ -99,13 +101,16 @@ def scan_code(found: dict[str, Rule]) -> None:
         + "|".join(sorted(map(re.escape, found), key=len, reverse=True))
         + r")(?![\w])"
     )
-    for base in CODE_DIRS:
-        for path in sorted(base.rglob("*")):
-            if path.suffix not in {".rs", ".py", ".pyi"} or not path.is_file():
-                continue
-            # files, not line numbers: the index changes only when a rule moves
-            for rid in sorted(set(pattern.findall(_code_text(path)))):
-                found[rid].code.append(rel(path))
+    sources = [
+        path
+        for base in CODE_DIRS
+        for path in sorted(base.rglob("*"))
+        if path.suffix in {".rs", ".py", ".pyi"} and path.is_file()
+    ]
+    for path in [*sources, *CODE_FILES]:
+        # files, not line numbers: the index changes only when a rule moves
+        for rid in sorted(set(pattern.findall(_code_text(path)))):
+            found[rid].code.append(rel(path))
 
 
 def test_names() -> list[tuple[str, str]]:
