@@ -4,9 +4,9 @@
 `[project].dependencies` and of the `genai` and `vertex` extras, for
 `pip install`: CI installs them into the oldest Python's venv, so the whole
 suite runs on the oldest CPython with the oldest dependencies the package
-claims to work with (spec/api.md "Supported versions"). A floor that is never
-installed is a guess; aiohttp below 3.12.4 hung on a broken body (H7), under a
-floor of 3.9 that nothing tested.
+claims to work with (spec/turn-loop.md H12). A floor that is never installed
+is a guess: aiohttp below 3.12.4 hung on a broken body (H7), under a floor of
+3.9 that nothing tested.
 
 Each of them must have the form `name[extras]>=X.Y[.Z]`: one without a floor
 is an error here, so the claim cannot go untested.
