@@ -64,6 +64,34 @@ def test_g1_to_genai_leaves_out_the_error_and_unknown_keys_and_warns(impl: Modul
     assert result.parts == [{"text": "hi", "futureThing": 1}]
 
 
+def test_g1_a_number_or_a_list_where_an_enum_goes_is_left_out_and_named(
+    impl: ModuleType,
+) -> None:
+    # The SDK's enums call value.upper(): these raised AttributeError out of to_genai().
+    agg = impl.StreamAggregator()
+    agg.feed_chunk(
+        {
+            "candidates": [{"content": {"parts": [{"text": "hi"}]}}],
+            "promptFeedback": {"blockReason": False},
+            "usageMetadata": {"promptTokensDetails": [{"modality": ["TEXT"], "tokenCount": 2}]},
+        }
+    )
+    with pytest.warns(fastagg_genai.GenaiConversionWarning) as caught:
+        response = agg.close().to_genai()
+    assert response.candidates[0].content.parts == [types.Part(text="hi")]
+    assert response.prompt_feedback == types.GenerateContentResponsePromptFeedback()
+    assert response.usage_metadata.prompt_tokens_details == [
+        types.ModalityTokenCount(token_count=2)
+    ]
+    (warning,) = caught
+    assert str(warning.message) == (
+        f"to_genai(): left out what google-genai {genai.__version__} cannot hold: "
+        "promptFeedback.blockReason; usageMetadata.promptTokensDetails[0].modality. "
+        "The AggregatedResponse keeps it "
+        "(.error, .to_dict())."
+    )
+
+
 def test_g1_to_genai_of_a_clean_result_does_not_warn(impl: ModuleType) -> None:
     agg = impl.StreamAggregator()
     agg.feed_chunk(chunk(text("fine"), finish_reason="STOP"))

@@ -63,6 +63,20 @@ def to_genai(data: JSONObject, stacklevel: int = 2) -> GenerateContentResponse:
             for path in sorted(paths, key=lambda p: [str(k) for k in p]):
                 if _remove(data, path):
                     dropped.append(_render(path))
+        except (AttributeError, TypeError):
+            # The SDK's enums look a value up with value.upper(): a number or a
+            # boolean where an enum goes raises out of pydantic instead of failing
+            # validation, so find those values and leave them out (G1).
+            # A list of enums has no blank item to put in place of one: it goes whole.
+            misfits = {
+                p[:-1] if isinstance(p[-1], int) else p
+                for p in _enum_misfits(types.GenerateContentResponse, data, ())
+            }
+            if not misfits:
+                raise
+            for path in sorted(misfits, key=lambda p: [str(k) for k in p]):
+                _remove(data, path)
+                dropped.append(_render(path))
     else:  # pragma: no cover - each round removes a refused path
         raise ValueError("to_genai(): google-genai kept refusing the response")
     if dropped:
@@ -76,6 +90,47 @@ def to_genai(data: JSONObject, stacklevel: int = 2) -> GenerateContentResponse:
             stacklevel=stacklevel,
         )
     return response
+
+
+def _enum_misfits(model: Any, data: Any, path: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """Paths in ``data`` (the fields of ``model``) where an enum field holds a value
+    that is not a string."""
+    if not isinstance(data, dict):
+        return []
+    fields = {}
+    for name, info in model.model_fields.items():
+        fields[name] = info.annotation
+        if info.alias:
+            fields[info.alias] = info.annotation
+    found = []
+    for key, value in data.items():
+        if key in fields:
+            found += _misfits(fields[key], value, (*path, key))
+    return found
+
+
+def _misfits(annotation: Any, value: Any, path: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    import enum
+    import typing
+
+    import pydantic
+
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        # None is a field left empty, but a misfit as a list item (path ends in an index)
+        fits = isinstance(value, str) or (value is None and not isinstance(path[-1], int))
+        return [] if fits else [path]
+    if value is None:
+        return []
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return _enum_misfits(annotation, value, path)
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (list, tuple) and args:
+        if not isinstance(value, list):
+            return []  # pydantic refuses a non-list with a ValidationError of its own
+        return [p for n, item in enumerate(value) for p in _misfits(args[0], item, (*path, n))]
+    if len(args) == 1:  # Optional[X]
+        return _misfits(args[0], value, path)
+    return []
 
 
 def _remove(data: Any, path: tuple[Any, ...]) -> bool:
