@@ -1,11 +1,14 @@
-"""G1 under random input: ``to_genai()`` never raises, whatever a stream carried.
+"""G1 and G4 under random input: ``to_genai()`` never raises, whatever a stream carried,
+and ``feed_chunk()`` reads what it built as ``model_dump`` would.
 
 Random responses put unknown keys, and values of the wrong type under known
 keys, at every level the SDK models (response, candidate, content, part,
 function call, usage, prompt feedback). Whatever the aggregate holds,
 ``to_genai()`` returns a ``GenerateContentResponse``, warns at most once
 (``GenaiConversionWarning``), and the Rust core and the reference give the
-same response and the same warning.
+same response and the same warning. G4: the SDK object ``to_genai()`` returns,
+odd values and all, reads through ``chunk_to_mapping`` (the fields read
+directly) exactly as through ``model_dump`` and D2a's conversion.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ import warnings
 from types import ModuleType
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastagg
 import fastagg.reference
+from fastagg._chunks import _GENAI_LOCAL_FIELDS, _plain, chunk_to_mapping
 
 types = pytest.importorskip("google.genai.types")
 fastagg_genai = pytest.importorskip("fastagg.genai")
@@ -115,3 +120,22 @@ def test_g1_to_genai_never_raises_on_random_responses_and_both_impls_agree(
     rust = _convert(fastagg, chunks)
     reference = _convert(fastagg.reference, chunks)
     assert rust == reference
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_chunk(), min_size=1, max_size=3))
+def test_g4_sdk_objects_built_from_random_responses_read_as_model_dump_reads_them(
+    chunks: list[dict[str, Any]],
+) -> None:
+    agg = fastagg.StreamAggregator()
+    try:
+        for chunk in chunks:
+            agg.feed_chunk(chunk)
+    except fastagg.FastaggError:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        response = agg.close().to_genai()
+        dumped = response.model_dump(by_alias=True, exclude_none=True, exclude=_GENAI_LOCAL_FIELDS)
+        # bytes, not ==: key order and int-versus-float are part of "exactly"
+        assert orjson.dumps(chunk_to_mapping(response)) == orjson.dumps(_plain(dumped, "$", 1))
