@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -210,7 +211,7 @@ async def test_h1_vertex_without_requests_names_the_extra_and_sends_nothing(
     # google-auth alone has no `requests`, which the token refresh imports: the
     # `vertex` extra asks for google-auth[requests], and its absence is one clear error.
     pytest.importorskip("google.auth")
-    monkeypatch.setitem(sys.modules, "google.auth.transport.requests", None)
+    monkeypatch.setitem(sys.modules, "requests", None)  # as if not installed
     async with (
         FakeGemini([CHUNKS]) as server,
         GeminiClient(
@@ -222,10 +223,39 @@ async def test_h1_vertex_without_requests_names_the_extra_and_sends_nothing(
     assert str(info.value) == (
         "Vertex AI with a project needs google-auth and requests (for its token refresh): "
         "pip install 'fastagg[vertex]' (or use an API key: GeminiClient(..., vertex=True, "
-        "api_key=...)); the import failed: import of google.auth.transport.requests halted; "
-        "None in sys.modules"
+        "api_key=...)); requests is not installed"
     )
     assert server.records == []
+
+
+VALID_CREDENTIALS_TURN = """
+import asyncio, sys
+from google.oauth2.credentials import Credentials
+from fastagg.client import GeminiClient
+from fastagg.testing import FakeGemini, chunk, final, text
+
+async def main():
+    creds = Credentials(token="t")
+    async with FakeGemini([[chunk(text("hi")), final()]]) as server, GeminiClient(
+        "m", vertex=True, project="p", credentials=creds, base_url=server.url
+    ) as client:
+        async with client.stream({"contents": [{"role": "user", "parts": [{"text": "x"}]}]}) as body:
+            async for _ in body:
+                pass
+    print(sorted(m for m in ("requests", "google.auth.transport.requests") if m in sys.modules))
+
+asyncio.run(main())
+"""
+
+
+def test_h1_valid_vertex_credentials_import_no_requests() -> None:
+    # requests is imported only to refresh a token, and then in the worker thread:
+    # a turn with a valid token does not pay for the import on its event loop.
+    pytest.importorskip("google.oauth2.credentials")
+    done = subprocess.run(
+        [sys.executable, "-c", VALID_CREDENTIALS_TURN], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
 
 
 class FailingCredentials(RefreshingCredentials):

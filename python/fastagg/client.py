@@ -11,6 +11,7 @@ by default, aiohttp or httpx).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -230,9 +231,7 @@ class GeminiClient:
                     )
                     self._credentials = creds
                 if not getattr(creds, "valid", False) or not getattr(creds, "token", None):
-                    # refresh() does blocking HTTP: keep it off the event loop.
-                    request = google_auth.transport.requests.Request()
-                    await asyncio.to_thread(creds.refresh, request)
+                    await asyncio.to_thread(_refresh, creds)
             except google_auth.exceptions.GoogleAuthError as exc:
                 raise ProviderError(
                     None,
@@ -361,17 +360,30 @@ def _join(base: str, version: str, resource: str) -> str:
     return f"{base.rstrip('/')}/{version.strip('/')}/{resource}"
 
 
+_VERTEX_NEEDS = (
+    "Vertex AI with a project needs google-auth and requests (for its token refresh): "
+    "pip install 'fastagg[vertex]' (or use an API key: GeminiClient(..., vertex=True, "
+    "api_key=...))"
+)
+
+
 def _import_google_auth() -> Any:
     # H1: google-auth alone has no `requests`, which its token refresh needs; the
-    # `vertex` extra asks for google-auth[requests]. Either missing is one message.
+    # `vertex` extra asks for google-auth[requests]. Either missing is one message,
+    # before anything is sent. requests is looked for, not imported: _refresh imports
+    # it in its worker thread, and only when a token has to be refreshed.
     try:
         import google.auth
         import google.auth.exceptions
-        import google.auth.transport.requests
     except ImportError as exc:
-        raise ImportError(
-            "Vertex AI with a project needs google-auth and requests (for its token refresh): "
-            "pip install 'fastagg[vertex]' (or use an API key: GeminiClient(..., vertex=True, "
-            f"api_key=...)); the import failed: {exc}"
-        ) from exc
+        raise ImportError(f"{_VERTEX_NEEDS}; the import failed: {exc}") from exc
+    if importlib.util.find_spec("requests") is None:
+        raise ImportError(f"{_VERTEX_NEEDS}; requests is not installed")
     return google.auth
+
+
+def _refresh(credentials: Any) -> None:
+    """Refresh in a worker thread: requests' import and the blocking HTTP stay off the loop."""
+    from google.auth.transport.requests import Request
+
+    credentials.refresh(Request())
