@@ -13,6 +13,7 @@ from fastagg import events
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import WRAPUP_NOTE, _fmt_duration, run_turn
+from fastagg.loop.clock import TurnClock
 from fastagg.testing.chunks import chunk, text
 from fastagg.tools import Tool, ToolContext
 from scripted_model import (
@@ -201,9 +202,8 @@ async def test_l7_deadline_during_a_model_stream_is_time_limit() -> None:
     assert result.finish_reason is None
     assert result.contents == USER
     # The request got the time remaining, not a default: all of it on a loop whose clock has
-    # not moved since the turn began (uvloop's counts milliseconds), give or take the
-    # rounding of deadline - now.
-    assert 0 < model.timeouts[0] < 0.08 + 1e-9
+    # not moved since the turn began (uvloop's counts milliseconds), and never more (L36).
+    assert 0 < model.timeouts[0] <= 0.08
 
 
 async def test_l7_stalled_model_stream() -> None:
@@ -377,3 +377,25 @@ async def test_l14_no_pending_tasks_after_abort_during_tools() -> None:
     result = await run_turn(model, list(USER), tools=[slow], abort=abort)
     assert result.stop_reason is StopReason.ABORTED
     assert pending_tasks() == []
+
+
+# -- L36: the time a turn has left is never more than its turn_timeout -----------
+
+
+async def test_l36_time_left_never_exceeds_turn_timeout_on_a_clock_that_has_not_moved() -> None:
+    # deadline - now rounds above the turn's timeout on a clock reading like this one
+    # ((T + 300) - T == 300.00000000000364): uvloop's clock counts milliseconds, so
+    # a request sent as the turn begins reads the same T as the turn's start. The
+    # CI run of stop 35 gave a request 300.0000000000073 s of a 300 s turn.
+    reading = 32728.185951439325
+    assert (reading + 300.0) - reading == 300.00000000000364
+    clock = TurnClock(TurnLimits(turn_timeout=300.0), None)
+    clock.bind(asyncio.current_task())  # type: ignore[arg-type]
+    clock.time = lambda: reading
+    clock.start()
+    try:
+        assert clock.remaining() == 300.0
+        assert clock.call_timeout() == 300.0
+        assert clock.call_timeout_within(clock.remaining()) == 300.0
+    finally:
+        clock.stop()

@@ -171,7 +171,7 @@ class TurnClock:
         """Seconds until the turn deadline; None without one."""
         if math.isinf(self.deadline):
             return None
-        return max(0.0, self.deadline - self.time())
+        return self._left()
 
     def call_timeout(self) -> float | None:
         """The timeout of one model call: ``request_timeout`` within the time left (L36)."""
@@ -179,8 +179,16 @@ class TurnClock:
         cap = self.limits.request_timeout
         if math.isinf(self.deadline):
             return cap
-        left = max(0.0, self.deadline - self.time())
+        left = self._left()
         return left if cap is None else min(cap, left)
+
+    def _left(self) -> float:
+        """Seconds until the finite deadline, within [0, turn_timeout] (L36).
+
+        ``deadline - now`` rounds: read at the start instant of a large clock
+        reading it can exceed the turn's own timeout by a few ulps.
+        """
+        return min(self.limits.turn_timeout, max(0.0, self.deadline - self.time()))
 
     def call_timeout_within(self, left: float | None) -> float | None:
         """``request_timeout`` within ``left`` seconds (None: no bound) (L36)."""
