@@ -18,6 +18,7 @@ import dataclasses
 import enum
 import functools
 import inspect
+import math
 import re
 import threading
 import types
@@ -63,6 +64,9 @@ class ToolContext:
     (timeout, abort, turn deadline, stall): sync tools running in a worker thread
     cannot be interrupted, so they should poll it and return early.
     ``heartbeat()`` tells the stall watchdog the tool is alive (thread-safe).
+    ``timeout``: the seconds this call was given (``Tool.timeout``, else
+    ``TurnLimits.tool_timeout``; ``math.inf`` when none); ``remaining()`` is
+    never more than it, nor below 0 (L29).
     """
 
     __slots__ = (
@@ -73,6 +77,7 @@ class ToolContext:
         "cancelled",
         "deadline",
         "step",
+        "timeout",
         "tool_name",
     )
 
@@ -86,9 +91,11 @@ class ToolContext:
         tool_name: str = "",
         call_id: str | None = None,
         step: int = 0,
+        timeout: float = math.inf,
     ) -> None:
         self.abort = abort
         self.deadline = deadline
+        self.timeout = timeout
         self.tool_name = tool_name
         self.call_id = call_id
         self.step = step
@@ -101,8 +108,12 @@ class ToolContext:
         self._beat()
 
     def remaining(self) -> float:
-        """Seconds left before this call is cut off (may be ``math.inf``)."""
-        return self.deadline - self._clock()
+        """Seconds left before this call is cut off, within [0, ``timeout``] (may be ``math.inf``).
+
+        ``deadline - now`` read at the instant the call began can round a few
+        ulps above the call's timeout (L29).
+        """
+        return max(0.0, min(self.timeout, self.deadline - self._clock()))
 
 
 class Tool:

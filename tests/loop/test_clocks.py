@@ -399,3 +399,37 @@ async def test_l36_time_left_never_exceeds_turn_timeout_on_a_clock_that_has_not_
         assert clock.call_timeout_within(clock.remaining()) == 300.0
     finally:
         clock.stop()
+
+
+async def test_l29_tool_context_remaining_is_within_zero_and_the_calls_timeout() -> None:
+    # ToolContext.remaining(): never more than the call's own timeout, however
+    # deadline - now rounds ((T + 30) - T == 30.000000000000227 here), never below 0.
+    start = 2029.6235381277454
+    reading = [start]
+    assert (start + 30.0) - start == 30.000000000000227
+    ctx = ToolContext(
+        abort=asyncio.Event(),
+        deadline=start + 30.0,
+        heartbeat=lambda: None,
+        clock=lambda: reading[0],
+        timeout=30.0,
+    )
+    assert ctx.timeout == 30.0
+    assert ctx.remaining() == 30.0
+    reading[0] += 10.0
+    assert ctx.remaining() == (start + 30.0) - (start + 10.0)
+    reading[0] += 25.0
+    assert ctx.remaining() == 0.0
+
+
+async def test_l29_a_tool_is_told_its_own_timeout() -> None:
+    got: list[float] = []
+
+    async def probe(ctx: ToolContext) -> str:
+        got.append(ctx.timeout)
+        return "ok"
+
+    model = ScriptedModel(calls(("probe", {}), seed="p"), answer("Done."))
+    result = await turn(model, tools=[Tool("probe", probe, timeout=2.0)])
+    assert result.stop_reason is StopReason.COMPLETED
+    assert got == [2.0]

@@ -275,6 +275,7 @@ class ToolRunner:
             tool_name=tool.name,
             call_id=call.get("id"),
             step=step,
+            timeout=timeout,
         )
 
 
