@@ -369,3 +369,42 @@ def test_h9_the_stream_url_is_made_once_and_follows_the_client_url() -> None:
     assert client.stream_url is first
     client.url = "http://other/v1/models/n"
     assert client.stream_url == "http://other/v1/models/n:streamGenerateContent?alt=sse"
+
+
+# -- H14: a cancellation is never lost ----------------------------------------------------------
+
+
+async def test_h14_a_cancellation_that_lands_as_a_bounded_wait_completes_is_not_lost() -> None:
+    # The connect (or the pool's slot, or the drain) completes and the caller's task is
+    # cancelled in the same loop iteration: asyncio.wait_for on Python 3.10/3.11 returned
+    # the result and dropped the cancellation, so an abort or a deadline landing as a
+    # connection opened was lost and the request went out.
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    connected: asyncio.Future[str] = loop.create_future()
+
+    async def connect() -> str:
+        return await connected
+
+    loop.call_soon(connected.set_result, "connected")
+    loop.call_soon(task.cancel)
+    with pytest.raises(asyncio.CancelledError):
+        await _asyncio_transport._bounded(connect(), 10.0)
+    assert connected.result() == "connected"
+
+
+async def test_h14_a_bounded_wait_past_its_seconds_is_a_timeout_error() -> None:
+    cancelled: list[bool] = []
+
+    async def hang() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    with pytest.raises(TimeoutError):
+        await _asyncio_transport._bounded(hang(), 0.01)
+    assert cancelled == [True]
+    assert await _asyncio_transport._bounded(asyncio.sleep(0, "done"), 10.0) == "done"

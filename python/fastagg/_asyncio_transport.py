@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -307,8 +308,38 @@ def _cap(own: float | None, cap: float) -> float:
     return cap if own is None else max(min(own, cap), 0.001)
 
 
-async def _bounded(awaitable: Any, seconds: float) -> Any:
-    return await asyncio.wait_for(awaitable, seconds)
+if sys.version_info >= (3, 11):
+
+    async def _bounded(awaitable: Any, seconds: float) -> Any:
+        """``await awaitable``, a TimeoutError after ``seconds``; a cancellation of the
+        caller always propagates (H14), even one that lands in the loop iteration in which
+        ``awaitable`` completes (``asyncio.wait_for`` up to 3.11 returns the result then)."""
+        async with asyncio.timeout(seconds):
+            return await awaitable
+
+else:
+
+    async def _bounded(awaitable: Any, seconds: float) -> Any:
+        """As above, on 3.10 (no ``asyncio.timeout``): the timer cancels this task and
+        only that cancellation becomes the TimeoutError (H14)."""
+        task = asyncio.current_task()
+        assert task is not None
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        timer = asyncio.get_running_loop().call_later(seconds, expire)
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if expired:
+                raise TimeoutError(f"no answer within {seconds:g}s") from None
+            raise
+        finally:
+            timer.cancel()
 
 
 def _request(method: bytes, head: bytes, body: bytes | None, headers: Mapping[str, str]) -> bytes:

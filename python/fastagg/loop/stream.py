@@ -73,6 +73,11 @@ class ModelStream:
             while True:
                 try:
                     error, seen = await _read_body(body, agg, wire, self.clock, events)
+                    clock = self.clock
+                    if clock.cause is not None or clock.caller_cancelled:  # L71: no frame
+                        # H14: cancelled, and the cancellation swallowed below (a model
+                        # client's, an SDK's): the body ran on, the cause still holds.
+                        raise asyncio.CancelledError
                     visible = visible or seen
                     dropped = error is not None and error.kind in _DROPS
                     partial: Any = agg.snapshot() if dropped else None
