@@ -187,14 +187,17 @@ async def test_first_byte_delay_within_budget_completes(transport: str) -> None:
 
 
 async def test_first_byte_delay_past_first_output_timeout_is_stalled(transport: str) -> None:
-    limits = TurnLimits(turn_timeout=30, first_output_timeout=0.2, provider_retries=0)
+    # 1 s: the window must not end before the server has read the request (a loaded machine)
+    limits = TurnLimits(turn_timeout=30, first_output_timeout=1.0, provider_retries=0)
     result, server = await turn(transport, [Step(ANSWER, delay_first_byte=20)], limits=limits)
     assert result.stop_reason == StopReason.STALLED
     assert len(server.requests) == 1
 
 
 async def test_pause_after_a_chunk_past_stall_timeout_is_stalled(transport: str) -> None:
-    limits = TurnLimits(turn_timeout=30, stall_timeout=0.3)
+    # The first-output window holds the stall clock over connect, request and head (L22),
+    # which a loaded machine can take longer than 0.3 s over.
+    limits = TurnLimits(turn_timeout=30, stall_timeout=0.3, first_output_timeout=10)
     result, _ = await turn(transport, [Step(ANSWER, pause_after=1, pause=20)], limits=limits)
     assert result.stop_reason == StopReason.STALLED
     assert result.text.startswith("Paris is sunny")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import subprocess
 import sys
@@ -392,6 +393,16 @@ def test_h4_unknown_transport_and_client_are_clear_errors() -> None:
         GeminiClient("m", api_key="k", http_client=httpx.AsyncClient(), transport="httpx")
 
 
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A 127.0.0.1 port that refuses connections: bound, not listening, and held while the
+    test runs (a port closed at once could be handed to another server meanwhile, or be
+    the ephemeral port of the client's own connection, which then connects to itself)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
 def set_proxy_env(monkeypatch: pytest.MonkeyPatch, proxy: str, no_proxy: str = "") -> None:
     for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
@@ -417,16 +428,14 @@ async def test_h3_proxy_from_the_environment_is_used(
 async def test_h3_no_proxy_from_the_environment_is_honoured(
     transport: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    async with FakeGemini([CHUNKS]) as server:
-        set_proxy_env(monkeypatch, server.url, no_proxy="127.0.0.1")
-        async with GeminiClient(
-            "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
-        ) as client:
-            with pytest.raises(ProviderError) as info:
-                await read_all(client)
+    with refusing_port() as port:
+        async with FakeGemini([CHUNKS]) as server:
+            set_proxy_env(monkeypatch, server.url, no_proxy="127.0.0.1")
+            async with GeminiClient(
+                "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
+            ) as client:
+                with pytest.raises(ProviderError) as info:
+                    await read_all(client)
     assert info.value.kind == "connection"
     assert server.records == []
 
@@ -571,14 +580,12 @@ def test_retry_after_http_date() -> None:
 
 
 async def test_connection_refused_is_a_retryable_connection_error(transport: str) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    async with GeminiClient(
-        "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
-    ) as client:
-        with pytest.raises(ProviderError) as info:
-            await read_all(client)
+    with refusing_port() as port:
+        async with GeminiClient(
+            "m", api_key="k", base_url=f"http://127.0.0.1:{port}", transport=transport
+        ) as client:
+            with pytest.raises(ProviderError) as info:
+                await read_all(client)
     assert (info.value.status, info.value.kind, info.value.retryable, info.value.code) == (
         None,
         "connection",
@@ -778,7 +785,8 @@ async def test_response_is_closed_on_timeout_mid_stream(transport: str) -> None:
     async with FakeGemini([Step(CHUNKS, pause_after=1, pause=float("inf"))]) as server:
         client, recording = open_client(server, transport)
         with pytest.raises(ProviderError) as info:
-            await read_all(client, timeout=0.2)
+            # 1 s: the head must come before it runs out on a loaded machine
+            await read_all(client, timeout=1.0)
         assert info.value.kind == "timeout"
         assert recording.closed() == [True]
         await recording.aclose()

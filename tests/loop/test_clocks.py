@@ -224,12 +224,16 @@ async def test_l7_first_output_timeout_counts_as_stalled() -> None:
 
 
 async def test_l7_slow_chunks_within_stall_timeout_are_progress() -> None:
+    # Together the pauses (0.45 s) outlast stall_timeout, each alone is well within it: the
+    # turn completes only because every chunk restarts the stall clock, and a loaded machine
+    # has 0.25 s of slack per pause.
     events_ = [chunk(text(f"w{i} ")) for i in range(4)]
     model = ScriptedModel(
-        Reply([*events_, chunk(finish_reason="STOP")], pause_after={1: 0.02, 2: 0.02, 3: 0.02})
+        Reply([*events_, chunk(finish_reason="STOP")], pause_after={1: 0.15, 2: 0.15, 3: 0.15})
     )
-    result = await turn(model, limits=TurnLimits(stall_timeout=0.15))
+    result = await turn(model, limits=TurnLimits(stall_timeout=0.4))
     assert result.stop_reason is StopReason.COMPLETED
+    assert result.text == "w0 w1 w2 w3 "
 
 
 async def test_l7_l22_tool_longer_than_stall_timeout_within_tool_timeout_is_not_a_stall() -> None:
@@ -247,18 +251,25 @@ async def test_l7_tool_without_own_timeout_stalls_unless_it_heartbeats() -> None
         return "done"
 
     async def chatty(ctx: ToolContext) -> str:
-        for _ in range(25):
-            await asyncio.sleep(0.01)
+        # 0.6 s in all, twice stall_timeout; a heartbeat every 0.05 s leaves a loaded
+        # machine 0.25 s of slack per beat
+        for _ in range(12):
+            await asyncio.sleep(0.05)
             ctx.heartbeat()
         return "done"
 
-    limits = TurnLimits(stall_timeout=0.1)
     model = ScriptedModel(calls(("quiet", {})))
-    result = await turn(model, tools=[Tool("quiet", quiet, timeout=math.inf)], limits=limits)
+    result = await turn(
+        model, tools=[Tool("quiet", quiet, timeout=math.inf)], limits=TurnLimits(stall_timeout=0.1)
+    )
     assert result.stop_reason is StopReason.STALLED
 
     model = ScriptedModel(calls(("chatty", {})), answer("Ok."))
-    result = await turn(model, tools=[Tool("chatty", chatty, timeout=math.inf)], limits=limits)
+    result = await turn(
+        model,
+        tools=[Tool("chatty", chatty, timeout=math.inf)],
+        limits=TurnLimits(stall_timeout=0.3),
+    )
     assert result.stop_reason is StopReason.COMPLETED
 
 
@@ -317,7 +328,8 @@ async def test_l8_l28_wrapup_nudge_once_when_little_time_remains() -> None:
         model,
         tools=[lookup],
         on_event=seen.append,
-        limits=TurnLimits(turn_timeout=10.0, wrapup_lead=100.0),
+        # 10.4 s: "10s" is what remains (rounded) for the first 0.9 s of the turn
+        limits=TurnLimits(turn_timeout=10.4, wrapup_lead=100.0),
     )
     assert result.stop_reason is StopReason.COMPLETED
     first = model.requests[1]["contents"][-1]["parts"]

@@ -131,10 +131,12 @@ async def test_l5_sync_tools_run_in_a_worker_thread_and_see_cancellation() -> No
         return "stopped early"
 
     model = ScriptedModel(calls(("blocking", {})), answer("Ok."))
-    result = await turn(model, tools=[Tool("blocking", blocking, timeout=0.03)])
+    # 0.3 s: a worker thread a loaded machine starts late still picks the call up before
+    # its timeout (a call cancelled while queued never runs, and this test waits for it)
+    result = await turn(model, tools=[Tool("blocking", blocking, timeout=0.3)])
     assert result.stop_reason is StopReason.COMPLETED
     assert responses(model.requests[1])[0]["response"] == {
-        "error": "blocking timed out after 0.03s and was stopped"
+        "error": "blocking timed out after 0.3s and was stopped"
     }
     assert await asyncio.to_thread(done.wait, 5.0)
     assert threads and threads[0] != threading.main_thread().name
