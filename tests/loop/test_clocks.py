@@ -224,14 +224,14 @@ async def test_l7_first_output_timeout_counts_as_stalled() -> None:
 
 
 async def test_l7_slow_chunks_within_stall_timeout_are_progress() -> None:
-    # Together the pauses (0.45 s) outlast stall_timeout, each alone is well within it: the
+    # Together the pauses (0.75 s) outlast stall_timeout, each alone is well within it: the
     # turn completes only because every chunk restarts the stall clock, and a loaded machine
-    # has 0.25 s of slack per pause.
+    # has 0.45 s of slack per pause.
     events_ = [chunk(text(f"w{i} ")) for i in range(4)]
     model = ScriptedModel(
-        Reply([*events_, chunk(finish_reason="STOP")], pause_after={1: 0.15, 2: 0.15, 3: 0.15})
+        Reply([*events_, chunk(finish_reason="STOP")], pause_after={1: 0.25, 2: 0.25, 3: 0.25})
     )
-    result = await turn(model, limits=TurnLimits(stall_timeout=0.4))
+    result = await turn(model, limits=TurnLimits(stall_timeout=0.7))
     assert result.stop_reason is StopReason.COMPLETED
     assert result.text == "w0 w1 w2 w3 "
 
@@ -251,9 +251,9 @@ async def test_l7_tool_without_own_timeout_stalls_unless_it_heartbeats() -> None
         return "done"
 
     async def chatty(ctx: ToolContext) -> str:
-        # 0.6 s in all, twice stall_timeout; a heartbeat every 0.05 s leaves a loaded
-        # machine 0.25 s of slack per beat
-        for _ in range(12):
+        # 1.2 s in all, twice stall_timeout; a heartbeat every 0.05 s leaves a loaded
+        # machine 0.55 s of slack per beat
+        for _ in range(24):
             await asyncio.sleep(0.05)
             ctx.heartbeat()
         return "done"
@@ -268,7 +268,7 @@ async def test_l7_tool_without_own_timeout_stalls_unless_it_heartbeats() -> None
     result = await turn(
         model,
         tools=[Tool("chatty", chatty, timeout=math.inf)],
-        limits=TurnLimits(stall_timeout=0.3),
+        limits=TurnLimits(stall_timeout=0.6),
     )
     assert result.stop_reason is StopReason.COMPLETED
 
