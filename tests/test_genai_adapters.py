@@ -27,6 +27,8 @@ from fastagg.testing import (
     Step,
     chunk,
     error_chunk,
+    final,
+    signature,
     streamed_args_scenario,
     text,
 )
@@ -318,6 +320,41 @@ async def test_g6_error_after_a_chunk_is_an_in_stream_error_event() -> None:
     assert result.text == "Half"
     assert result.error is not None
     assert (result.error["code"], result.error["status"]) == (500, "INTERNAL")
+
+
+def _httpx2_client(server: FakeGemini) -> Any:
+    """A google-genai client on httpx2, as pydantic-ai's GoogleProvider makes one."""
+    httpx2 = pytest.importorskip("httpx2")
+    options = types.HttpOptions(base_url=server.url, httpx_async_client=httpx2.AsyncClient())
+    return genai.Client(api_key="k", http_options=options)
+
+
+@pytest.mark.parametrize(
+    ("drop_after", "pieces"), [(0, 0), (1, 1)], ids=["before-a-chunk", "after-a-chunk"]
+)
+async def test_g6_an_httpx2_transport_error_is_a_connection_provider_error(
+    drop_after: int, pieces: int
+) -> None:
+    # google-genai 2.x/3.x run on httpx2 as well as httpx and aiohttp: its errors are
+    # transport errors too, retryable, not an exception the turn loop does not know.
+    async with FakeGemini(
+        [Step([chunk(text("Half")), final(signature("h"))], drop_after=drop_after)]
+    ) as server:
+        model = fastagg_genai.GenaiClient(_httpx2_client(server), "gemini-3-flash-preview")
+        got: list[bytes] = []
+        with pytest.raises(fastagg.ProviderError) as info:
+            async with model.stream(
+                {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, timeout=None
+            ) as body:
+                async for piece in body:
+                    got.append(piece)
+    assert len(got) == pieces
+    assert (info.value.kind, info.value.code, info.value.retryable) == (
+        "connection",
+        "CONNECTION",
+        True,
+    )
+    assert info.value.message.startswith("connection failed: RemoteProtocolError: ")
 
 
 def test_g6_a_request_field_the_sdk_cannot_express_is_refused_before_sending() -> None:

@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import inspect
 from collections.abc import (
     AsyncGenerator,
@@ -410,7 +412,7 @@ def _provider_error(exc: BaseException, *, started: bool) -> ProviderError:
             body=details or None,
         )
     name = type(exc).__name__
-    if isinstance(exc, (TimeoutError, httpx.TimeoutException, aiohttp.ServerTimeoutError)):
+    if isinstance(exc, _transport_errors()[1]):
         return ProviderError(
             None, "DEADLINE_EXCEEDED", f"timed out: {name}: {exc}", True, kind="timeout"
         )
@@ -423,4 +425,20 @@ def _sdk_failures() -> tuple[type[Exception], ...]:
     """What the SDK raises for a failed exchange: its APIError, or the transport's errors."""
     from google.genai import errors
 
-    return (errors.APIError, httpx.TransportError, aiohttp.ClientError, OSError, TimeoutError)
+    return (errors.APIError, *_transport_errors()[0])
+
+
+@functools.cache
+def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """(every transport error, the timeouts among them) of the HTTP stacks google-genai
+    runs on: httpx, aiohttp, and httpx2 where installed (its 2.x and 3.x use it) (G6)."""
+    failures: list[type[Exception]] = [httpx.TransportError, aiohttp.ClientError]
+    timeouts: list[type[Exception]] = [httpx.TimeoutException, aiohttp.ServerTimeoutError]
+    try:  # by name: mypy runs where it is not installed too
+        httpx2 = importlib.import_module("httpx2")
+    except ImportError:
+        pass
+    else:
+        failures.append(httpx2.TransportError)
+        timeouts.append(httpx2.TimeoutException)
+    return (*failures, OSError, TimeoutError), (TimeoutError, *timeouts)
