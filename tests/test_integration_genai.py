@@ -8,6 +8,10 @@ calling does: from the calls of the model turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -210,6 +214,73 @@ def test_g7_python_tools_with_automatic_function_calling_are_refused_before_send
     ):
         fastagg_genai.send_message_stream(chat, "hi")
     assert chat.get_history() == []
+
+
+async def test_g7_a_chat_stream_read_one_chunk_per_thread_records_its_turn() -> None:
+    # Starlette/FastAPI's StreamingResponse reads a sync iterator on a thread pool, one
+    # next() per worker thread: the stream hands its aggregator over at each hop (D8).
+    async with FakeGemini(streamed_args_scenario()) as server:
+
+        def one_chunk_per_thread() -> tuple[int, Any, list[Any]]:
+            client = client_for(server)
+            chat = client.chats.create(model=MODEL, config=chat_config())
+            stream = fastagg_genai.send_message_stream(chat, AGENT_PROMPT)
+            read: list[Any] = []
+            failures: list[BaseException] = []
+
+            def step() -> None:
+                try:
+                    read.append(next(stream, None))
+                except BaseException as exc:
+                    failures.append(exc)
+                    read.append(None)
+
+            while not read or read[-1] is not None:
+                worker = threading.Thread(target=step)
+                worker.start()
+                worker.join()
+            assert failures == []
+            return len(read) - 1, stream.result, chat.get_history()
+
+        chunks, result, history = await asyncio.to_thread(one_chunk_per_thread)
+    assert chunks == len(streamed_args_scenario()[0].chunks)
+    assert result is not None
+    assert [(c["name"], c["args"]) for c in result.function_calls] == STREAMED_CALLS
+    assert [c.role for c in history] == ["user", "model"]
+    assert history[1] == types.Content.model_validate(result.content)  # signature byte-exact
+
+
+async def test_g7_two_threads_reading_one_chat_stream_at_once_is_a_clear_error() -> None:
+    steps = streamed_args_scenario()
+    steps[0] = dataclasses.replace(steps[0], pause_after=1, pause=30.0)
+    async with FakeGemini(steps) as server:
+
+        def race() -> tuple[Any, str]:
+            client = client_for(server)
+            chat = client.chats.create(model=MODEL, config=chat_config())
+            stream = fastagg_genai.send_message_stream(chat, AGENT_PROMPT)
+            first = next(stream)
+
+            def read_on() -> None:
+                # blocks in next(): the server pauses after the first chunk, and ends the
+                # stream when the test leaves it
+                with contextlib.suppress(fastagg_genai.StreamInterrupted):
+                    next(stream, None)
+
+            waiting = threading.Thread(target=read_on, daemon=True)
+            waiting.start()
+            while not stream._reading.locked():
+                time.sleep(0.001)
+            with pytest.raises(RuntimeError) as info:
+                next(stream)
+            return first, str(info.value)
+
+        first, message = await asyncio.to_thread(race)
+    assert first.candidates is not None
+    assert message == (
+        "ChatStream: next() was called from two threads at once; read one chat message's "
+        "stream from one thread at a time"
+    )
 
 
 async def test_g7_a_stream_left_early_records_nothing() -> None:

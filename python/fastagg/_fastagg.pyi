@@ -315,6 +315,10 @@ class StreamAggregator(Generic[_Result]):
     def finish(self) -> list[_Delta]:
         """End the stream and return the deltas of its end (D5): an event completed only by
         the end of input, calls flushed unfinished. Then ``close()`` returns the result."""
+    def hand_over(self) -> None:
+        """Release the feeding thread (D8): the next ``feed*()``, from any thread, owns the
+        aggregator. For a reader whose feeds hop threads one after another (a sync iterator
+        read from a thread pool); ``RuntimeError`` while a feed runs."""
     def snapshot(self) -> _Result:
         """The current state as an ``AggregatedResponse``, without changing it."""
     def close(self) -> _Result:

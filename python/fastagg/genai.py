@@ -18,6 +18,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -238,6 +239,7 @@ class ChatStream(Iterator["GenerateContentResponse"]):
         self._chat = chat
         self._chunks = chat.send_message_stream(message, config=config)
         self._agg = StreamAggregator()
+        self._reading = threading.Lock()
         self.response: GenerateContentResponse | None = None
         self.result: AggregatedResponse | None = None
 
@@ -245,6 +247,19 @@ class ChatStream(Iterator["GenerateContentResponse"]):
         return self
 
     def __next__(self) -> GenerateContentResponse:
+        # G7, D8: one next() at a time, from whichever thread (a thread pool reads a sync
+        # iterator one chunk per worker: Starlette's StreamingResponse does).
+        if not self._reading.acquire(blocking=False):
+            raise RuntimeError(
+                "ChatStream: next() was called from two threads at once; read one chat "
+                "message's stream from one thread at a time"
+            )
+        try:
+            return self._next()
+        finally:
+            self._reading.release()
+
+    def _next(self) -> GenerateContentResponse:
         if self.result is not None:
             raise StopIteration
         try:
@@ -257,6 +272,9 @@ class ChatStream(Iterator["GenerateContentResponse"]):
             if self._agg.events_seen == 0:
                 raise
             raise _interrupted(self._agg, exc) from exc
+        # D8: this read may come on another thread than the last (a thread's ident can be
+        # reused after it ends, so none is compared); the lock keeps the feeds in order.
+        self._agg.hand_over()
         self._agg.feed_chunk(chunk)
         return chunk
 

@@ -543,3 +543,49 @@ def test_d3a_results_are_built_once_and_to_dict_is_fresh(impl: ModuleType) -> No
     assert first == second
     assert first is not second
     assert first["candidates"][0]["content"]["parts"] is not result.parts
+
+
+@pytest.mark.parametrize("api", ["generate_content", "interactions"])
+def test_d8_hand_over_lets_the_next_feed_come_from_another_thread(
+    impl: ModuleType, api: str
+) -> None:
+    # A reader whose feeds hop threads one after another (a sync iterator read from a
+    # thread pool, as Starlette serves one) hands the aggregator over before each hop.
+    agg = impl.StreamAggregator(api=api)
+    if api == "generate_content":
+        first, second, third = (sse(chunk({"text": t})) for t in "abc")
+    else:
+        first = b'data: {"event_type":"interaction.created","interaction":{"id":"i1"}}\n\n'
+        first += b'data: {"event_type":"step.start","index":0,"step":{"type":"model_output"}}\n\n'
+        second, third = (
+            b'data: {"event_type":"step.delta","index":0,"delta":{"type":"text","text":"%s"}}\n\n'
+            % t
+            for t in (b"b", b"c")
+        )
+    agg.feed(first)
+    outcome: list[str] = []
+
+    def other() -> None:
+        try:
+            agg.feed(second)
+        except RuntimeError as exc:
+            outcome.append(f"refused: {exc}")
+        agg.hand_over()
+        agg.feed(second)  # this thread owns it now
+        outcome.append("fed")
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    worker.join()
+    assert outcome == [f"refused: {SECOND_FEEDER}", "fed"]
+    with pytest.raises(RuntimeError, match="fed from another thread first"):
+        agg.feed(third)  # the worker owns it: the first thread is the second feeder now
+    agg.hand_over()
+    agg.feed(third)
+    assert agg.close().text == ("abc" if api == "generate_content" else "bc")
+
+
+SECOND_FEEDER = (
+    "this StreamAggregator was fed from another thread first; an aggregator is fed from "
+    "one thread (chunks from two threads would interleave): use one aggregator per stream"
+)

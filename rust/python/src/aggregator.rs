@@ -316,6 +316,15 @@ impl StreamAggregator {
         this.finish_feed(py, deltas, result)
     }
 
+    /// D8: release the feeding thread; the next `feed*()`, from any thread,
+    /// owns the aggregator (a reader whose feeds hop threads one after
+    /// another: a sync iterator read from a thread pool). While a feed runs
+    /// without the GIL it is the D8 error.
+    fn hand_over(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::held(slf)?.feeder = None;
+        Ok(())
+    }
+
     /// The current state as an `AggregatedResponse`, without changing it
     /// (after `close()`: the closed result).
     fn snapshot(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {

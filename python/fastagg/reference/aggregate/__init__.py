@@ -298,6 +298,10 @@ class StreamAggregator:
         _close_open_calls(self._state, deltas if self._deltas else None)
         return _displayed(deltas) if self._display else deltas
 
+    def hand_over(self) -> None:
+        """Release the feeding thread (D8): the next feed, from any thread, owns it."""
+        self._feeder = None
+
     def close(self) -> AggregatedResponse:
         """Finish the stream (F14, C12) and return the aggregate; idempotent."""
         if self._result is not None:

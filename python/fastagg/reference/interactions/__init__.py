@@ -9,6 +9,7 @@ framing (I2-I4), the argument parser ``args`` (I14-I17), ``steps``
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import orjson
 from ..._json import JSONObject, JSONValue
 from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
-from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _check_limit
+from ..aggregate import _MAX_ARRAY_INDEX_CAP, _MAX_EVENT_BYTES_CAP, _SECOND_FEEDER, _check_limit
 from ..aggregate.response import Delta, Finish, StreamError
 from ..diagnostics import _diagnostic
 from ..error import Problem, _bad_payload, _malformed
@@ -122,6 +123,7 @@ class InteractionsAggregator:
         self._events_seen = 0
         self._bytes_seen = 0
         self._result: InteractionResponse | None = None
+        self._feeder: int | None = None  # the thread that fed first (D8)
 
     @property
     def events_seen(self) -> int:
@@ -136,6 +138,7 @@ class InteractionsAggregator:
     def feed(self, data: bytes | bytearray | memoryview) -> list[Delta]:
         """Process a chunk of the body; return its deltas (I4 errors raised after it)."""
         self._check_open()
+        self._check_feeder()
         chunk = _as_bytes(data)
         frames: list[_Frame] = []
         self._framer.feed(chunk, frames)
@@ -149,6 +152,7 @@ class InteractionsAggregator:
     def feed_event(self, payload: bytes | str) -> list[Delta]:
         """Process one data payload (its SSE event name unknown)."""
         self._check_open()
+        self._check_feeder()
         data = _payload_bytes(payload)
         offset = self._bytes_seen
         self._bytes_seen += len(data)
@@ -206,6 +210,17 @@ class InteractionsAggregator:
         return result
 
     # --- internals ---
+
+    def hand_over(self) -> None:
+        """Release the feeding thread (D8): the next feed, from any thread, owns it."""
+        self._feeder = None
+
+    def _check_feeder(self) -> None:
+        me = threading.get_ident()
+        if self._feeder is None:
+            self._feeder = me
+        elif self._feeder != me:  # D8: chunks from two threads would interleave
+            raise RuntimeError(_SECOND_FEEDER)
 
     def _check_open(self) -> None:
         if self._result is not None:
