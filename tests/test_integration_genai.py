@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import inspect
+import math
 import threading
 import time
 from typing import Any
@@ -281,6 +283,41 @@ async def test_g7_two_threads_reading_one_chat_stream_at_once_is_a_clear_error()
         "ChatStream: next() was called from two threads at once; read one chat message's "
         "stream from one thread at a time"
     )
+
+
+async def test_g7_a_closed_chat_stream_closes_the_sdk_stream_and_records_nothing() -> None:
+    steps = streamed_args_scenario()
+    steps[0] = dataclasses.replace(steps[0], pause_after=1, pause=math.inf)
+    async with FakeGemini(steps) as server:
+
+        def close_early() -> tuple[str, list[Any], Any]:
+            client = client_for(server)
+            chat = client.chats.create(model=MODEL, config=chat_config())
+            with contextlib.closing(fastagg_genai.send_message_stream(chat, AGENT_PROMPT)) as it:
+                next(it)
+            state = inspect.getgeneratorstate(it._chunks)
+            return state, chat.get_history(), next(it, "ended")
+
+        state, history, after = await asyncio.to_thread(close_early)
+    assert (state, history, after) == (inspect.GEN_CLOSED, [], "ended")
+
+
+async def test_g7_an_async_chat_stream_closed_early_closes_the_sdk_stream() -> None:
+    steps = streamed_args_scenario()
+    steps[0] = dataclasses.replace(steps[0], pause_after=1, pause=math.inf)
+    async with FakeGemini(steps) as server:
+        chat = client_for(server).aio.chats.create(model=MODEL, config=chat_config())
+        async with contextlib.aclosing(
+            fastagg_genai.send_message_stream_async(chat, AGENT_PROMPT)
+        ) as it:
+            await anext(it)
+        assert it._chunks is not None and it._chunks.ag_frame is None  # type: ignore[attr-defined]
+        assert chat.get_history() == []
+        with pytest.raises(StopAsyncIteration):
+            await anext(it)
+        unread = fastagg_genai.send_message_stream_async(chat, AGENT_PROMPT)
+        await unread.aclose()  # before its first chunk: nothing was sent for it
+    assert len(server.requests) == 1
 
 
 async def test_g7_a_stream_left_early_records_nothing() -> None:

@@ -240,6 +240,7 @@ class ChatStream(Iterator["GenerateContentResponse"]):
         self._chunks = chat.send_message_stream(message, config=config)
         self._agg = StreamAggregator()
         self._reading = threading.Lock()
+        self._closed = False
         self.response: GenerateContentResponse | None = None
         self.result: AggregatedResponse | None = None
 
@@ -259,8 +260,19 @@ class ChatStream(Iterator["GenerateContentResponse"]):
         finally:
             self._reading.release()
 
+    def close(self) -> None:
+        """Stop reading: the SDK's stream (and its connection) is closed and nothing is
+        recorded, as for a stream left early (G7); later ``next()`` calls end at once.
+        A ``next()`` running on another thread is waited for."""
+        with self._reading:
+            if self.result is None:
+                self._closed = True
+                close = getattr(self._chunks, "close", None)
+                if close is not None:
+                    close()
+
     def _next(self) -> GenerateContentResponse:
-        if self.result is not None:
+        if self.result is not None or self._closed:
             raise StopIteration
         try:
             chunk = next(self._chunks)
@@ -289,6 +301,7 @@ class AsyncChatStream(AsyncIterator["GenerateContentResponse"]):
         self._message = message
         self._config = config
         self._chunks: AsyncIterator[GenerateContentResponse] | None = None
+        self._closed = False
         self._agg = StreamAggregator()
         self.response: GenerateContentResponse | None = None
         self.result: AggregatedResponse | None = None
@@ -296,8 +309,17 @@ class AsyncChatStream(AsyncIterator["GenerateContentResponse"]):
     def __aiter__(self) -> AsyncChatStream:
         return self
 
+    async def aclose(self) -> None:
+        """:meth:`ChatStream.close`: the SDK's stream is closed (nothing is sent when no
+        chunk was asked for yet) and nothing is recorded (G7)."""
+        if self.result is None and not self._closed:
+            self._closed = True
+            close = getattr(self._chunks, "aclose", None)
+            if close is not None:
+                await close()
+
     async def __anext__(self) -> GenerateContentResponse:
-        if self.result is not None:
+        if self.result is not None or self._closed:
             raise StopAsyncIteration
         try:
             if self._chunks is None:
