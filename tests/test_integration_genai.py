@@ -25,9 +25,14 @@ from fastagg.testing import (
     STREAMED_ANSWER,
     STREAMED_CALLS,
     FakeGemini,
+    Step,
+    chunk,
     demo_tools,
+    final,
     interleaved_calls_scenario,
+    signature,
     streamed_args_scenario,
+    text,
 )
 
 genai = pytest.importorskip(
@@ -306,7 +311,8 @@ async def test_g7_an_async_chat_stream_closed_early_closes_the_sdk_stream() -> N
     steps = streamed_args_scenario()
     steps[0] = dataclasses.replace(steps[0], pause_after=1, pause=math.inf)
     async with FakeGemini(steps) as server:
-        chat = client_for(server).aio.chats.create(model=MODEL, config=chat_config())
+        client = client_for(server)  # the chat does not keep its client alive
+        chat = client.aio.chats.create(model=MODEL, config=chat_config())
         async with contextlib.aclosing(
             fastagg_genai.send_message_stream_async(chat, AGENT_PROMPT)
         ) as it:
@@ -318,6 +324,38 @@ async def test_g7_an_async_chat_stream_closed_early_closes_the_sdk_stream() -> N
         unread = fastagg_genai.send_message_stream_async(chat, AGENT_PROMPT)
         await unread.aclose()  # before its first chunk: nothing was sent for it
     assert len(server.requests) == 1
+
+
+async def test_g7_two_messages_in_flight_on_one_chat_each_keep_their_own_turn() -> None:
+    # The first answer pauses mid-stream while a second message is sent and answered on
+    # the same chat: each user message keeps its own (aggregated) answer, as the SDK's
+    # own history keeps both exchanges.
+    slow = Step(
+        [chunk(text("First ")), chunk(text("answer.")), final(signature("1"))],
+        pause_after=1,
+        pause=1.0,
+    )
+    quick = Step([chunk(text("Second answer.")), final(signature("2"))])
+    async with FakeGemini([slow, quick]) as server:
+        client = client_for(server)  # the chat does not keep its client alive
+        chat = client.aio.chats.create(model=MODEL)
+        first = fastagg_genai.send_message_stream_async(chat, "first question")
+        await anext(first)
+        second = fastagg_genai.send_message_stream_async(chat, "second question")
+        assert "".join([c.text or "" async for c in second]) == "Second answer."
+        assert "".join([c.text or "" async for c in first]) == "answer."
+        history = chat.get_history()
+        curated = chat.get_history(curated=True)
+    pairs = [
+        (history[i].parts[0].text, "".join(p.text or "" for p in history[i + 1].parts))
+        for i in range(0, len(history), 2)
+    ]
+    assert sorted(pairs) == [
+        ("first question", "First answer."),
+        ("second question", "Second answer."),
+    ]
+    assert [c.role for c in history] == ["user", "model"] * 2
+    assert curated == history
 
 
 async def test_g7_a_stream_left_early_records_nothing() -> None:

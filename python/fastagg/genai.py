@@ -186,21 +186,35 @@ def _check_chat(chat: Any, config: Any) -> tuple[list[Any], list[Any]]:
 
 def _record(
     chat: Any,
-    histories: tuple[list[Any], list[Any], int, int],
+    histories: tuple[list[Any], list[Any], int],
     result: AggregatedResponse,
+    outputs: list[Any],
 ) -> GenerateContentResponse:
-    """Replace what the SDK recorded for this exchange by the one aggregated turn (G7)."""
-    comprehensive, curated, n_comprehensive, n_curated = histories
-    if len(comprehensive) <= n_comprehensive:
+    """Replace what the SDK recorded for this exchange by the one aggregated turn (G7).
+
+    The SDK appends the exchange at the end of its histories as its stream ends, just
+    before this runs: the user content, then the content of each chunk that had one
+    (``outputs``, the very objects), or one empty model content when none had. Found
+    by those objects, not by the lengths when the message was sent: another message
+    on the same chat may have been recorded meanwhile.
+    """
+    comprehensive, curated, n_comprehensive = histories
+    size = 1 + max(len(outputs), 1)
+    tail = comprehensive[-size:]
+    if len(comprehensive) < n_comprehensive + size or any(
+        mine is not theirs for mine, theirs in zip(outputs, tail[1:], strict=False)
+    ):
         import google.genai
 
         raise RuntimeError(
-            f"send_message_stream: google-genai {google.genai.__version__} recorded nothing for "
-            "this message, so there is no turn to correct; fastagg was tested with 2.x and 3.x"
+            f"send_message_stream: google-genai {google.genai.__version__} did not record "
+            "this message's exchange last, so there is no turn to correct; fastagg was "
+            "tested with 2.x and 3.x"
         )
-    user_input = comprehensive[n_comprehensive]
-    del comprehensive[n_comprehensive:]
-    del curated[n_curated:]
+    user_input = tail[0]
+    del comprehensive[-size:]
+    if len(curated) >= size and curated[-size] is user_input:  # recorded as valid
+        del curated[-size:]
     content = types.Content.model_validate(result.content)
     valid = bool(result.parts) and result.finish_reason is not None and result.error is None
     output = [content] if result.parts else []
@@ -216,6 +230,13 @@ def _record(
     else:
         chat.record_history(user_input=user_input, model_output=output, is_valid=valid)
     return result.to_genai()
+
+
+def _collect(chunk: GenerateContentResponse, outputs: list[Any]) -> None:
+    """The chunk's content, as the SDK's chat records it (G7: how _record finds them)."""
+    candidates = chunk.candidates
+    if candidates and candidates[0].content:
+        outputs.append(candidates[0].content)
 
 
 def _takes_afc_history(chat: Any) -> bool:
@@ -235,7 +256,8 @@ class ChatStream(Iterator["GenerateContentResponse"]):
 
     def __init__(self, chat: Chat, message: Any, config: Any = None) -> None:
         comprehensive, curated = _check_chat(chat, config)
-        self._histories = (comprehensive, curated, len(comprehensive), len(curated))
+        self._histories = (comprehensive, curated, len(comprehensive))
+        self._outputs: list[Any] = []  # the chunks' contents the SDK records (G7)
         self._chat = chat
         self._chunks = chat.send_message_stream(message, config=config)
         self._agg = StreamAggregator()
@@ -278,7 +300,7 @@ class ChatStream(Iterator["GenerateContentResponse"]):
             chunk = next(self._chunks)
         except StopIteration:
             self.result = self._agg.close()
-            self.response = _record(self._chat, self._histories, self.result)
+            self.response = _record(self._chat, self._histories, self.result, self._outputs)
             raise
         except Exception as exc:
             if self._agg.events_seen == 0:
@@ -288,6 +310,7 @@ class ChatStream(Iterator["GenerateContentResponse"]):
         # reused after it ends, so none is compared); the lock keeps the feeds in order.
         self._agg.hand_over()
         self._agg.feed_chunk(chunk)
+        _collect(chunk, self._outputs)
         return chunk
 
 
@@ -296,7 +319,8 @@ class AsyncChatStream(AsyncIterator["GenerateContentResponse"]):
 
     def __init__(self, chat: AsyncChat, message: Any, config: Any = None) -> None:
         comprehensive, curated = _check_chat(chat, config)
-        self._histories = (comprehensive, curated, len(comprehensive), len(curated))
+        self._histories = (comprehensive, curated, len(comprehensive))
+        self._outputs: list[Any] = []  # the chunks' contents the SDK records (G7)
         self._chat = chat
         self._message = message
         self._config = config
@@ -329,13 +353,14 @@ class AsyncChatStream(AsyncIterator["GenerateContentResponse"]):
             chunk = await anext(self._chunks)
         except StopAsyncIteration:
             self.result = self._agg.close()
-            self.response = _record(self._chat, self._histories, self.result)
+            self.response = _record(self._chat, self._histories, self.result, self._outputs)
             raise
         except Exception as exc:
             if self._agg.events_seen == 0:
                 raise
             raise _interrupted(self._agg, exc) from exc
         self._agg.feed_chunk(chunk)
+        _collect(chunk, self._outputs)
         return chunk
 
 
