@@ -64,6 +64,7 @@ from . import (
     bounds,
     builder,
     corpus,
+    dict_chunks,
     e2e,
     interactions,
     loop,
@@ -792,6 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "feed_chunk() of google-genai objects (integrations G4)",
                 sdk_chunks.sdk_chunks_markdown,
             ),
+            ("feed_chunk() of plain dicts (aggregation.md D2a)", dict_chunks.dict_chunks_markdown),
             ("Threads: N threads x M streams (spec/performance.md R3)", threads.threads_markdown),
             ("End to end over loopback", lambda settings: e2e.e2e_markdown(settings.quick)),
             (

@@ -144,6 +144,19 @@ def test_k6_feed_chunk_rows_time_their_contenders_in_turns() -> None:
     assert len(out) == 2 and out[0][1] == 1.0  # the first is the ratios' base
 
 
+@pytest.mark.parametrize("name", ["text", "tool_parallel"])
+def test_d2a_dict_chunk_contenders_aggregate_the_same_stream(name: str) -> None:
+    # The bytes, the plain dicts (read by the core) and the dicts behind a mapping
+    # proxy (the Python walk) must give one result, or the table compares nothing.
+    from benches import dict_chunks
+
+    _, settings = report.parse_args(["--quick"])
+    count, runs = dict_chunks.contenders(name, settings)
+    results = [run().to_dict() for run in runs]
+    assert count > 0 and results[0]["candidates"]
+    assert results[1] == results[0] and results[2] == results[0]
+
+
 def test_r7_builder_section_times_every_contender_on_the_kept_parts() -> None:
     _, settings = report.parse_args(["--quick", "--streams", "tool_parallel"])
     texts = builder.part_texts(corpus.build("tool_parallel", scale=settings.scale))

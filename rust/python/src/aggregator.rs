@@ -9,7 +9,7 @@ use fastagg_core::error::MalformedStream;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
 
 use crate::alloc::return_freed_pages;
@@ -302,13 +302,24 @@ impl StreamAggregator {
             }
             this.check_feeder()?;
         }
-        // R3: the conversion runs Python code, so no borrow is held over it
-        // (another thread's `snapshot()` then proceeds).
-        let mapping = py
-            .import("fastagg._chunks")?
-            .call_method1("chunk_to_mapping", (chunk,))?;
-        let Value::Object(map) = from_py(&mapping, 0)? else {
-            return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
+        // D2a: a dict of plain JSON types is read here; anything else takes the
+        // Python conversion. R3: that runs Python code, so no borrow is held over
+        // it (another thread's `snapshot()` then proceeds).
+        let plain = if chunk.is_exact_instance_of::<PyDict>() {
+            crate::convert::plain_json(chunk, 1)
+        } else {
+            None
+        };
+        let map = if let Some(Value::Object(map)) = plain {
+            map
+        } else {
+            let mapping = py
+                .import("fastagg._chunks")?
+                .call_method1("chunk_to_mapping", (chunk,))?;
+            let Value::Object(map) = from_py(&mapping, 0)? else {
+                return Err(PyTypeError::new_err("feed_chunk() needs a dict"));
+            };
+            map
         };
         let mut this = Self::held(slf)?;
         let mut deltas = Vec::new();

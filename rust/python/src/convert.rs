@@ -160,6 +160,52 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     }
 }
 
+/// How deep [`plain_json`] walks: real chunks nest about ten levels; deeper
+/// ones take the Python conversion, whose depth and recursion errors (D2c)
+/// are the reference's.
+const PLAIN_DEPTH: usize = 64;
+
+/// D2a's conversion of a chunk made of plain JSON types only (an exact
+/// `dict` with exact `str` keys, `list`, `str`, `bool`, `None`, an `int` of 64
+/// bits, a finite `float`), at most [`PLAIN_DEPTH`] deep: the value
+/// `fastagg._chunks.chunk_to_mapping` would return, built without its Python
+/// walk (about 20x the cost of the bytes for a small chunk). `None` for
+/// anything else (bytes, tuples, subclasses, enums, big ints, non-finite
+/// floats, a string that does not encode), which takes that walk, so every
+/// conversion and every error stays the reference's.
+pub(crate) fn plain_json(obj: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
+    if obj.is_none() {
+        Some(Value::Null)
+    } else if let Ok(s) = obj.cast_exact::<PyString>() {
+        crate::encode::owned_utf8(s).ok().map(Value::String) // R14
+    } else if let Ok(b) = obj.cast_exact::<PyBool>() {
+        Some(Value::Bool(b.is_true()))
+    } else if obj.is_exact_instance_of::<PyInt>() {
+        match obj.extract::<i64>() {
+            Ok(i) => Some(Value::from(i)),
+            Err(_) => obj.extract::<u64>().ok().map(Value::from),
+        }
+    } else if let Ok(f) = obj.cast_exact::<PyFloat>() {
+        Number::from_f64(f.value()).map(Value::Number)
+    } else if depth > PLAIN_DEPTH {
+        None
+    } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+        let mut map = Map::new();
+        for (k, v) in d.iter() {
+            let key = crate::encode::owned_utf8(k.cast_exact::<PyString>().ok()?).ok()?;
+            map.insert(key, plain_json(&v, depth + 1)?);
+        }
+        Some(Value::Object(map))
+    } else if let Ok(l) = obj.cast_exact::<PyList>() {
+        l.iter()
+            .map(|item| plain_json(&item, depth + 1))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array)
+    } else {
+        None
+    }
+}
+
 /// A size option: a plain non-negative `int` (not a bool), else a clear error.
 pub(crate) fn limit(
     name: &str,

@@ -161,6 +161,23 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
     )
 
 
+def _check_utf8(value: Any) -> None:
+    """R14: the core reads every string of a chunk as UTF-8, each key before its value,
+    depth first: a lone surrogate is the encoder's ``UnicodeEncodeError`` and nothing is
+    dispatched. A loop, not a recursion: the chunk may nest 1024 levels (D2c)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            item.encode("utf-8")
+        elif type(item) is dict:
+            for key, inner in reversed(list(item.items())):
+                stack.append(inner)
+                stack.append(key)
+        elif type(item) is list:
+            stack.extend(reversed(item))
+
+
 class StreamAggregator:
     """Aggregates the body of a Gemini ``streamGenerateContent`` response.
 
@@ -259,6 +276,7 @@ class StreamAggregator:
         """Process one parsed chunk: a REST camelCase dict or a google-genai response."""
         self._check_open()
         event = chunk_to_mapping(chunk)
+        _check_utf8(event)
         deltas: list[Delta] = []
         index = self._events_seen
         self._events_seen += 1
