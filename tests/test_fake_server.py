@@ -720,3 +720,34 @@ async def test_port_in_use_raises_and_leaves_nothing_running() -> None:
             await second.start()
         with pytest.raises(RuntimeError, match="FakeGemini is not running"):
             _ = second.url
+
+
+# --- L58: a continuation hop resends its request ------------------------------------------
+
+HOP_STEPS = [
+    Step([chunk(text("Hello "), finish_reason="CONTINUATION", continuation_token="h1")]),
+    Step([chunk(text("world")), final(signature("end"))]),
+]
+FIRST = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+
+async def test_l58_a_hop_with_an_empty_generation_config_is_the_same_request() -> None:
+    # google-genai's own continuation hop adds "generationConfig": {} to a request that
+    # had none; the API reads an empty message as an absent one.
+    async with FakeGemini(HOP_STEPS) as server:
+        first = await post(server, FIRST)
+        hop = await post(server, {**FIRST, "generationConfig": {}, "continuationToken": "h1"})
+    assert (first.status_code, hop.status_code) == (200, 200)
+    assert b"world" in hop.content
+
+
+async def test_l58_a_hop_that_changes_the_request_is_refused() -> None:
+    async with FakeGemini(HOP_STEPS) as server:
+        await post(server, FIRST)
+        changed = {**FIRST, "generationConfig": {"temperature": 0.5}, "continuationToken": "h1"}
+        hop = await post(server, changed)
+    assert hop.status_code == 400
+    assert hop.json()["error"]["message"] == (
+        "The request with a continuation token must be the request that produced it, "
+        "unchanged (same contents and config)."
+    )

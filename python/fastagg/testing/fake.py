@@ -432,7 +432,7 @@ class FakeGemini:
         base = self.continuations.get(token) if isinstance(token, str) else None
         if base is None:
             return "Invalid continuation token."
-        if {k: v for k, v in body.items() if k != "continuationToken"} != base:
+        if _hop_base(body) != base:
             return (
                 "The request with a continuation token must be the request that produced it, "
                 "unchanged (same contents and config)."
@@ -442,7 +442,7 @@ class FakeGemini:
     def _issue_tokens(self, step: Step, body: Any) -> None:
         if not isinstance(body, dict):
             return
-        base = {k: v for k, v in body.items() if k != "continuationToken"}
+        base = _hop_base(body)
         for chunk in step.chunks:
             for candidate in chunk.get("candidates") or ():
                 token = candidate.get("continuationToken")
@@ -535,6 +535,13 @@ class FakeGemini:
             await _write(response, b"\n]" if frames else b"[]", step.tiny_writes)
         await response.write_eof()
         return response
+
+
+def _hop_base(body: dict[str, Any]) -> dict[str, Any]:
+    """What a continuation hop must resend (L56): the request without its token, and
+    without top-level empty objects, which the API reads as absent (google-genai's own
+    hop adds ``"generationConfig": {}`` to a request that had none)."""
+    return {k: v for k, v in body.items() if k != "continuationToken" and v != {}}
 
 
 def _script_name(script: Script | str | Path | None) -> str:
