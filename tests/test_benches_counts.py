@@ -135,7 +135,7 @@ def _stages(scan: float, parts: float, kept: float, floor: float) -> stages.Stag
 
 def test_k8_a_target_below_the_objects_own_cost_is_out_of_reach() -> None:
     # tool_parallel's shape: orjson building only the kept parts costs 1.07 floors, so
-    # the floor target (1.0) and 1 GB/s cannot be met while `.parts` builds them.
+    # the floor target (1.0) cannot be met while `.parts` builds them.
     rows = [
         _row("tool_parallel", "fastagg", 400, 800_000, 400 * 7.8e-6),
         _row("tool_parallel", "orjson floor", 400, 800_000, 400 * 3.3e-6),
@@ -143,13 +143,11 @@ def test_k8_a_target_below_the_objects_own_cost_is_out_of_reach() -> None:
     ]
     found = bounds.budgets(rows, {"tool_parallel": _stages(2.2, 8.0, 3.531, 3.3)})
     by = {b.target: b for b in found}
-    assert list(by) == ["≤ 1.0x the orjson-loads floor", "≥ 15x the reference", "≥ 1 GB/s"]
+    assert list(by) == ["≤ 1.0x the orjson-loads floor", "≥ 15x the reference"]
     floor = by["≤ 1.0x the orjson-loads floor"]
     assert (round(floor.fastagg, 3), floor.budget, round(floor.objects, 3)) == (2.364, 1.0, 1.07)
     assert floor.verdict() == "out of reach: the objects alone are 1.07x the budget"
     assert round(by["≥ 15x the reference"].budget, 2) == 0.9
-    # 2,000 bytes an event at 1 GB/s: 2.0 µs, 0.606 floors; 1.07 / 0.606 = 1.77
-    assert by["≥ 1 GB/s"].verdict() == "out of reach: the objects alone are 1.77x the budget"
 
 
 def test_k8_a_target_above_the_objects_cost_says_what_the_scan_must_fall_to() -> None:
@@ -161,12 +159,12 @@ def test_k8_a_target_above_the_objects_cost_says_what_the_scan_must_fall_to() ->
     ]
     found = bounds.budgets(rows, {"text": _stages(0.55, 0.08, 0.04, 1.0)})
     verdicts = {b.target: b.verdict() for b in found}
-    # fastagg 0.55 floors, of which 0.04 the objects: the rest 0.51 must fit 0.40 - 0.04.
+    # fastagg 0.55 floors, of which 0.04 the objects: the rest 0.51 must fit 0.40 - 0.04
+    # for the reference; google-genai's 120 floors ÷ 100 allow 1.20, which 0.55 meets.
     assert verdicts == {
         "≤ 1.0x the orjson-loads floor": "met",
         "≥ 15x the reference": "reachable: the rest must fall from 0.51 to 0.36 floors (29% less)",
-        "≥ 300x google-genai": "reachable: the rest must fall from 0.51 to 0.36 floors (29% less)",
-        "≤ 1 µs/event": "met",
+        "≥ 100x google-genai": "met",
     }
     table = bounds.bounds_markdown(rows, {"text": _stages(0.55, 0.08, 0.04, 1.0)})
     assert "| ≥ 15x the reference | text | 0.55 | 0.40 | 0.04 | 0.51 | reachable:" in table
@@ -191,9 +189,6 @@ def test_k8_budgets_read_ratios_as_the_targets_table_does() -> None:
     assert round(by["≥ 15x the reference"].budget, 4) == round(0.73 * 14.2 / 15, 4)
     assert not by["≥ 15x the reference"].met
     assert "| ≥ 15x faster than reference on `text` | 14.2x | no |" in report.targets_markdown(rows)
-    # 1 µs against 1.38: met exactly where the targets table's µs/event says.
-    assert round(by["≤ 1 µs/event"].budget, 4) == round(0.73 / 1.38, 4)
-    assert not by["≤ 1 µs/event"].met
 
 
 def test_h9_k7_per_request_rows_are_each_stack_less_the_floor(
