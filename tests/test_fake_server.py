@@ -158,12 +158,16 @@ async def test_gemini_and_vertex_url_shapes_are_answered(path: str, backend: str
 
 async def test_unknown_path_gets_404_and_consumes_no_step() -> None:
     async with FakeGemini([TWO_CHUNKS]) as server:
-        response = await post(server, body(USER), path="/v1beta/models/m:countTokens")
+        response = await post(server, body(USER), path="/v1beta/models/m:embedContent")
         missing = await post(server, body(USER), path="/v1beta/tunedModels/x")
         assert server.steps_served == 0
     assert response.status_code == 404
-    assert response.json()["error"]["status"] == "NOT_FOUND"
-    assert "only streamGenerateContent" in response.json()["error"]["message"]
+    assert response.json()["error"] == {
+        "code": 404,
+        "message": "FakeGemini answers streamGenerateContent, generateContent and countTokens, "
+        "not embedContent",
+        "status": "NOT_FOUND",
+    }
     assert missing.status_code == 404
 
 

@@ -1,8 +1,11 @@
-"""``FakeGemini``: a real HTTP server on loopback that speaks ``streamGenerateContent``.
+"""``FakeGemini``: a real HTTP server on loopback that speaks the Gemini ``models`` methods.
 
 Built on aiohttp.web. It replays a script of :class:`Step` objects, one per
 request, validates every request like the service (:mod:`.validate`), records
-what it received and injects the faults a step asks for.
+what it received and injects the faults a step asks for. ``streamGenerateContent``
+sends a step's chunks; ``generateContent`` answers the same step as one response,
+aggregated by :class:`~fastagg.StreamAggregator`; ``countTokens`` answers a count
+and uses no step.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from .validate import Rejection, decode_signature, validate_request
+from .._fastagg import StreamAggregator
+from .validate import Rejection, _check_signatures, decode_signature, validate_request
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -57,6 +61,8 @@ _HTTP_ERRORS: dict[int, tuple[str, str]] = {
     503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
     504: ("DEADLINE_EXCEEDED", "The request timed out. Please try again."),
 }
+
+_METHODS = ("streamGenerateContent", "generateContent", "countTokens")
 
 _NO_AUTH = (
     "Method doesn't allow unregistered callers (callers without established identity). "
@@ -174,7 +180,7 @@ class RecordedRequest:
     body: Any
     backend: str  # "gemini" or "vertex" (from the URL shape), "" when the path matched nothing
     model: str
-    status: int  # HTTP status of the answer
+    status: int  # HTTP status of the answer (0: generateContent dropped the connection, S8)
     step: int | None  # index of the script step served, None when none was
     rejection: str | None  # the 4xx/5xx message when the server refused the request
     peer: str  # client address "host:port" (the same port twice: a reused connection)
@@ -206,9 +212,16 @@ class FakeGemini:
     ``HttpOptions(base_url=...)``), ``requests`` (request bodies in order),
     ``records`` (:class:`RecordedRequest` for every request), ``steps_served``.
 
-    About 340 lines, over the house's ~300: every handler shares the script, the
+    ``streamGenerateContent`` and ``generateContent`` share one script and its
+    validation: a ``generateContent`` request gets the next step aggregated into one
+    response (a failing step fails as the non-streaming method does: an error status,
+    or a dropped connection for a stream cut off). ``countTokens`` answers
+    ``{"totalTokens": N}``, one token per 4 characters of each part, and uses no step.
+
+    About 420 lines, over the house's ~300: every handler shares the script, the
     request records and the ledgers of issued signatures and continuation tokens.
-    The token ledger (``_check_continuation``, ``_issue_tokens``) is the piece to
+    The token ledger (``_check_continuation``, ``_issue_tokens``) and the
+    non-streaming answers (``_send_whole``, ``_count_tokens``) are the pieces to
     split out next.
     """
 
@@ -355,21 +368,25 @@ class FakeGemini:
                 404,
                 "NOT_FOUND",
                 f"FakeGemini: no route for {request.method} {request.path} "
-                "(expected POST /{version}/models/{model}:streamGenerateContent "
-                "or a Vertex publishers/google/models path)",
+                "(expected POST /{version}/models/{model}:streamGenerateContent, "
+                ":generateContent or :countTokens, or a Vertex publishers/google/models path)",
             )
-        if match["method"] != "streamGenerateContent":
+        method = match["method"]
+        if method not in _METHODS:
             return self._refuse(
                 request,
                 body,
                 match,
                 404,
                 "NOT_FOUND",
-                f"FakeGemini answers only streamGenerateContent, not {match['method']}",
+                f"FakeGemini answers streamGenerateContent, generateContent and countTokens, "
+                f"not {method}",
             )
         # S2: a key or bearer token is required (require_auth=False turns it off)
         if self.require_auth and not _has_credentials(request):
             return self._refuse(request, body, match, 403, "PERMISSION_DENIED", _NO_AUTH)
+        if method == "countTokens":
+            return self._count_tokens(request, body, match)
         warnings: list[str] = []
         if self.validate:
             known = self.signatures_issued if self.check_signatures else None
@@ -397,11 +414,16 @@ class FakeGemini:
         self.steps_served += 1
         self._issue_signatures(step)
         self._issue_tokens(step, body)
-        self._record(request, body, match, step.http_error or 200, index, None, warnings)
+        # S7: generateContent answers the same step whole (or fails as the service would)
+        whole = _whole_answer(step) if method == "generateContent" else None
+        status = step.http_error or (200 if whole is None else whole[0])
+        self._record(request, body, match, status, index, None, warnings)
         if step.delay_first_byte > 0:
             await asyncio.sleep(step.delay_first_byte)
         if step.http_error is not None:
             return self._http_error(step)
+        if whole is not None:
+            return await self._send_whole(request, step, *whole)
         sse = self.framing == "sse" and request.query.get("alt") == "sse"
         return await self._stream(request, step, sse)
 
@@ -513,6 +535,63 @@ class FakeGemini:
             headers["Retry-After"] = _header_number(step.retry_after)
         return _json_response(status, {"error": error}, headers)
 
+    async def _send_whole(
+        self, request: web.Request, step: Step, status: int, answer: dict[str, Any] | None
+    ) -> web.StreamResponse:
+        """S7: after the time the step's stream takes, its whole answer (S8: None is a
+        dropped connection, with no status line)."""
+        frames = 1 if step.raw is not None else len(step.chunks)
+        for n in range(frames):
+            if step.drop_after == n:
+                break
+            if step.pause_after == n:
+                await _pause(step.pause)
+            if n and step.chunk_interval > 0:
+                await asyncio.sleep(step.chunk_interval)
+        else:
+            pause_at_end = step.pause_after is not None and step.pause_after >= frames
+            if pause_at_end and step.drop_after is None:
+                await _pause(step.pause)
+        if answer is None:
+            return _drop(request, web.StreamResponse())
+        data = json.dumps(answer, indent=2, ensure_ascii=False).encode()
+        response = web.StreamResponse(
+            status=status, headers={"Content-Type": "application/json; charset=UTF-8"}
+        )
+        response.content_length = len(data)
+        await response.prepare(request)
+        await _write(response, data, step.tiny_writes)
+        await response.write_eof()
+        return response
+
+    def _count_tokens(self, request: web.Request, body: Any, match: re.Match[str]) -> web.Response:
+        """S9: ``{"totalTokens": N}`` from the request's text; uses no step."""
+        inner = body.get("generateContentRequest") if isinstance(body, dict) else None
+        request_body = inner if isinstance(inner, dict) else body
+        contents = request_body.get("contents") if isinstance(request_body, dict) else None
+        if contents is not None and not (
+            isinstance(contents, list) and all(isinstance(c, dict) for c in contents)
+        ):
+            return self._refuse(
+                request,
+                body,
+                match,
+                400,
+                "INVALID_ARGUMENT",
+                "Invalid JSON payload received. 'contents' must be a list of Content objects.",
+            )
+        if self.validate and contents:
+            rejection = _check_signatures(contents, None)
+            if rejection is not None:
+                return self._refuse(request, body, match, rejection)
+        system = request_body.get("systemInstruction") if isinstance(request_body, dict) else None
+        total = _token_count([*(contents or ()), *([system] if isinstance(system, dict) else ())])
+        self._record(request, body, match, 200, None, None)
+        answer: dict[str, Any] = {"totalTokens": total}
+        if total:
+            answer["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": total}]
+        return _json_response(200, answer)
+
     async def _stream(self, request: web.Request, step: Step, sse: bool) -> web.StreamResponse:
         content_type = "text/event-stream" if sse else "application/json; charset=UTF-8"
         response = web.StreamResponse(status=200, headers={"Content-Type": content_type})
@@ -535,6 +614,56 @@ class FakeGemini:
             await _write(response, b"\n]" if frames else b"[]", step.tiny_writes)
         await response.write_eof()
         return response
+
+
+def _whole_answer(step: Step) -> tuple[int, dict[str, Any] | None]:
+    """S7: the status and body of a step answered whole: the step's stream aggregated by
+    StreamAggregator. S8: an in-stream error becomes its status and error body; a dropped
+    or unfinished stream is status 0 and None, a dropped connection."""
+    if step.drop_after is not None:
+        return 0, None
+    aggregator = StreamAggregator(deltas=False, strict=False)
+    for frame in [step.raw] if step.raw is not None else _frames(step.chunks, True):
+        aggregator.feed(frame)
+    result = aggregator.close()
+    if result.error is not None:
+        code = result.error.get("code") if isinstance(result.error, dict) else None
+        status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+        return status, {"error": result.error}
+    answer = result.to_dict()
+    if not answer.get("candidates"):
+        answer.pop("candidates", None)
+        blocked = isinstance(result.prompt_feedback, dict) and result.prompt_feedback.get(
+            "blockReason"
+        )
+        return (200, answer) if blocked else (0, None)
+    finished = all(c.finish_reason and not c.unfinished_calls for c in result.candidates)
+    if result.truncated or not finished:
+        return 0, None
+    return 200, answer
+
+
+def _token_count(contents: Iterable[Any]) -> int:
+    """S9: the fake's deterministic token count: per part, one token per 4 characters
+    (rounded up) of a text part's text, or of the compact JSON of any other part (its
+    signature left out)."""
+    total = 0
+    for content in contents:
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str):
+                size = len(part["text"])
+            else:
+                rest = {
+                    k: v
+                    for k, v in part.items()
+                    if k not in ("thoughtSignature", "thought_signature")
+                }
+                size = len(json.dumps(rest, ensure_ascii=False, separators=(",", ":")))
+            total += -(-size // 4)
+    return total
 
 
 def _hop_base(body: dict[str, Any]) -> dict[str, Any]:
