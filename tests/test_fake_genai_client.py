@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import typing
 from typing import Any
 
 import pytest
@@ -94,6 +95,8 @@ async def test_s7_genai_automatic_function_calling_runs_against_the_fake() -> No
         calls.append(city)
         return {"temp_c": 24}
 
+    # google-genai 1.x reads annotations as written: this module's are strings
+    get_weather.__annotations__ = typing.get_type_hints(get_weather)
     config = types.GenerateContentConfig(tools=[get_weather])
     async with FakeGemini([Step(CALL_STEP), Step(ANSWER_STEP)]) as server:
         client = client_for(server, "gemini")
