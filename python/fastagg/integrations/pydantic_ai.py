@@ -1,23 +1,29 @@
-"""fastagg under pydantic-ai (extra ``fastagg[pydantic-ai]``; rules Y1-Y3 in spec/integrations.md).
+"""fastagg under pydantic-ai (extra ``fastagg[pydantic-ai]``; rules Y1-Y7 in spec/integrations.md).
 
 :class:`GoogleModel` is ``pydantic_ai.models.google.GoogleModel`` whose
 streamed responses go through fastagg: pydantic-ai maps every chunk's
 function-call part to a tool call of its own, so a call whose arguments
 stream as ``partialArgs`` (or two calls whose fragments interleave) reaches
 the tools as fragments. Here each call reaches pydantic-ai once, whole,
-when it closes, with its signature; text and thoughts stream as before::
+when the model finishes it, with its signature; text and thoughts stream as
+before. A stream that ends inside a call raises pydantic-ai's own model
+error (Y4), so no tool runs with cut-off arguments::
 
     from fastagg.integrations.pydantic_ai import GoogleModel
     agent = Agent(GoogleModel("gemini-3-flash-preview", provider=provider), tools=[...])
 
 pydantic-ai has no public hook for the stream, so this overrides the private
-``GoogleModel._process_streamed_response`` and refuses pydantic-ai releases
-outside :data:`TESTED_VERSIONS` (Y3).
+``GoogleModel._process_streamed_response``, passing through whatever
+parameters the installed release gives it (Y3), and warns on a release
+outside the tested range (Y5).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
+import re
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +34,7 @@ from .._json import FunctionCall, Part
 types = require_genai("fastagg.integrations.pydantic_ai")
 try:
     from pydantic_ai import __version__ as PYDANTIC_AI_VERSION
+    from pydantic_ai import exceptions as _exceptions
     from pydantic_ai.models import google as _google
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -38,39 +45,85 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 if TYPE_CHECKING:
     from google.genai.types import GenerateContentResponse
 
-__all__ = ["TESTED_VERSIONS", "GoogleModel"]
+__all__ = ["TESTED_VERSIONS", "GoogleModel", "UntestedVersionWarning", "whole_calls"]
 
-TESTED_VERSIONS = ("2.68",)
+TESTED_VERSIONS = ("2.68", "2.78")
+"""The oldest and the newest pydantic-ai release (major.minor) CI runs; the ones between are
+supported too (Y5)."""
 _HOOK = "_process_streamed_response"
 
 
-def _check_version(untested_ok: bool) -> None:
+class UntestedVersionWarning(UserWarning):
+    """The installed pydantic-ai is outside :data:`TESTED_VERSIONS`; its hook is used anyway (Y5)."""
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a final release or a post-release; None for anything else."""
+    found = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?(?:\.post\d+)?", version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def _tested(version: str) -> bool:
+    minor = _minor(version)
+    low, high = (tuple(int(n) for n in v.split(".")) for v in TESTED_VERSIONS)
+    return minor is not None and low <= minor <= high
+
+
+def _tested_range() -> str:
+    return " to ".join(TESTED_VERSIONS)
+
+
+def _check_hook() -> None:
+    """Y3: the parent's hook is a coroutine taking the response stream first; the rest passes."""
     hook = getattr(_google.GoogleModel, _HOOK, None)
-    if hook is None or list(inspect.signature(hook).parameters) != [
-        "self",
-        "response",
-        "model_request_parameters",
-    ]:
-        raise RuntimeError(
-            f"pydantic-ai {PYDANTIC_AI_VERSION}: GoogleModel.{_HOOK}(response, "
-            "model_request_parameters) is gone or changed, so fastagg cannot see the stream "
-            f"(tested with pydantic-ai {', '.join(v + '.x' for v in TESTED_VERSIONS)})"
+    if hook is None:
+        shape = "is gone"
+    else:
+        try:
+            params = list(inspect.signature(hook).parameters.values())
+        except (TypeError, ValueError):  # pragma: no cover - a builtin or odd callable
+            params = []
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        if (
+            inspect.iscoroutinefunction(hook)
+            and len(params) >= 2
+            and params[1].name == "response"
+            and all(p.kind in positional for p in params[:2])
+        ):
+            return
+        shape = (
+            f"is ({', '.join(p.name for p in params)}), not a coroutine taking the response "
+            "stream as its first argument"
         )
-    if not untested_ok and not PYDANTIC_AI_VERSION.startswith(
-        tuple(v + "." for v in TESTED_VERSIONS)
-    ):
-        raise RuntimeError(
+    raise RuntimeError(
+        f"fastagg.integrations.pydantic_ai cannot work with pydantic-ai {PYDANTIC_AI_VERSION}: "
+        f"its GoogleModel.{_HOOK} {shape}, so fastagg cannot see the Gemini stream. Install a "
+        f"supported release (pip install 'fastagg[pydantic-ai]': pydantic-ai {_tested_range()}) "
+        "or use pydantic_ai.models.google.GoogleModel without fastagg."
+    )
+
+
+def _check_version(untested_ok: bool) -> None:
+    _check_hook()
+    if not untested_ok and not _tested(PYDANTIC_AI_VERSION):
+        warnings.warn(
             "fastagg.integrations.pydantic_ai was tested with pydantic-ai "
-            f"{', '.join(v + '.x' for v in TESTED_VERSIONS)}, not {PYDANTIC_AI_VERSION}; pin a "
-            "tested release or pass GoogleModel(..., untested_ok=True)"
+            f"{_tested_range()}, not {PYDANTIC_AI_VERSION}; its stream hook has a shape fastagg "
+            "knows, so fastagg uses it. If tool calls go wrong, install a tested release: pip "
+            "install 'fastagg[pydantic-ai]'. GoogleModel(..., untested_ok=True) silences this "
+            "warning.",
+            UntestedVersionWarning,
+            stacklevel=3,
         )
 
 
 class GoogleModel(_google.GoogleModel):  # type: ignore[misc, unused-ignore]
     """``pydantic_ai.models.google.GoogleModel`` with its streams aggregated by fastagg (Y1).
 
-    Same constructor (plus ``untested_ok``, Y3) and behaviour; only what a
-    streamed response yields differs: function calls arrive whole.
+    Same constructor (plus ``untested_ok``, Y5) and behaviour; only what a
+    streamed response yields differs: function calls arrive whole, and a
+    stream that ends inside a call raises a model error (Y4). Non-streamed
+    requests (``agent.run()``) are pydantic-ai's own: their calls come whole (Y7).
     """
 
     def __init__(self, *args: Any, untested_ok: bool = False, **kwargs: Any) -> None:
@@ -78,25 +131,27 @@ class GoogleModel(_google.GoogleModel):  # type: ignore[misc, unused-ignore]
         super().__init__(*args, **kwargs)
 
     async def _process_streamed_response(  # type: ignore[override, unused-ignore]
-        self, response: AsyncIterator[GenerateContentResponse], model_request_parameters: Any
+        self, response: AsyncIterator[GenerateContentResponse], *args: Any, **kwargs: Any
     ) -> Any:
+        # Y3: 2.68 passes (response, model_request_parameters); 2.78 adds messages.
         return await super()._process_streamed_response(
-            whole_calls(response), model_request_parameters
+            whole_calls(response, model_name=self.model_name), *args, **kwargs
         )
 
 
 async def whole_calls(
-    chunks: AsyncIterator[GenerateContentResponse],
+    chunks: AsyncIterator[GenerateContentResponse], *, model_name: str = "gemini"
 ) -> AsyncGenerator[GenerateContentResponse, None]:
-    """The SDK's chunks with function-call fragments replaced by whole calls (Y2).
+    """The SDK's chunks with function-call fragments replaced by whole calls (Y2, Y4).
 
     Each chunk keeps every other part, its finish reason, usage and metadata;
     its function-call parts are dropped, and the calls released on it are
     appended as whole parts (id, name, full args, signature) in their
-    candidate. A closed call is released once every call before it in the
-    turn is, so the calls keep their order (the first one carries the
-    step's signature). Calls still open when the stream ends come on one
-    last chunk.
+    candidate. A call is released once the model finished it and every call
+    before it in the turn is released, so the calls keep their order (the
+    first one carries the step's signature). A stream that ends inside a
+    call raises pydantic-ai's error for it (``model_name`` names the model
+    there) after its last chunk, and that call is never yielded.
     """
     agg = StreamAggregator()
     emitted: set[tuple[int, int]] = set()
@@ -118,19 +173,61 @@ async def whole_calls(
             pending = [end for end in pending if end not in ready]
             ready.sort(key=lambda end: (end.candidate, end.index))
             yield _with_calls(chunk, _parts(agg, ready, emitted))
+        # Finished calls still held back here wait behind a call that never got a name
+        # (snapshot() leaves it out, close() drops it): release them now.
+        pending.sort(key=lambda end: (end.candidate, end.index))
+        rest = _parts(agg, pending, emitted)
         result = agg.close()
-        rest = [
-            (c.index, k, part)
-            for c in result.candidates
-            for k, part in enumerate(c.parts)
-            if "functionCall" in part and (c.index, k) not in emitted
-        ]
+        if any(c.unfinished_calls for c in result.candidates):
+            raise _cut_off_error(result, model_name)
         if rest:
             yield _with_calls(types.GenerateContentResponse(candidates=[]), rest)
     finally:
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
+
+
+def _cut_off_error(result: AggregatedResponse, model_name: str) -> Exception:
+    """Y4: pydantic-ai's own error for a response whose stream ended inside a call.
+
+    Raised inside the stream, so pydantic-ai's FallbackModel and RetryOnModelErrors send the
+    request again when no event reached the consumer yet (Y6).
+    """
+    candidate = next(c for c in result.candidates if c.unfinished_calls)
+    entry: Any = candidate.unfinished_calls[0]
+    # A part index, or (newer core) a dict that names it.
+    fc = candidate.parts[entry["part"] if isinstance(entry, dict) else entry]["functionCall"]
+    what = f"the function call {fc.get('name')} (id {fc.get('id')!r})"
+    reason = candidate.finish_reason
+    body = result.to_dict()
+    error: Exception
+    if reason is None:
+        error = _exceptions.ModelConnectionError(
+            model_name,
+            f"The Gemini stream ended before the model finished {what}: its arguments are cut "
+            "off, so it was not run. The request can be sent again as it was.",
+            phase="read",
+            body=body,
+        )
+    elif reason == "MAX_TOKENS":
+        error = _exceptions.IncompleteToolCall(
+            f"Gemini stopped at its output token limit (finish reason MAX_TOKENS) inside {what}: "
+            "its arguments are cut off, so it was not run. Raise the max_tokens model setting, "
+            "or ask for a shorter answer.",
+            body=json.dumps(body, ensure_ascii=False),
+        )
+    else:
+        # pydantic-ai 2.78 has an error for a response it cannot use; 2.68 only its base class.
+        invalid = getattr(_exceptions, "ModelInvalidResponseError", _exceptions.ModelAPIError)
+        error = invalid(
+            model_name,
+            f"Gemini finished its response (finish reason {reason}) without finishing {what}: "
+            "its arguments may be cut off, so it was not run. Send the request again, or to "
+            "another model.",
+            body=body,
+        )
+    return error
 
 
 def _parts(
