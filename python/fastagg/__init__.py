@@ -30,6 +30,7 @@ from .errors import (
     InvalidRequestError,
     MalformedStreamError,
     ProviderError,
+    UnfinishedCallError,
 )
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
@@ -140,6 +141,7 @@ __all__ = [
     "TurnEvent",
     "TurnLimits",
     "TurnResult",
+    "UnfinishedCallError",
     "check_request",
     "map_finish_reason",
     "run_turn",

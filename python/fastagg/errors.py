@@ -112,3 +112,20 @@ class InvalidRequestError(FastaggError, ValueError):
     def __init__(self, message: str, where: str = "") -> None:
         super().__init__(message)
         self.where = where
+
+
+class UnfinishedCallError(FastaggError):
+    """The stream ended inside a function call: its arguments are incomplete, so it must not run.
+
+    ``result`` is the closed :class:`~fastagg.AggregatedResponse` of what came:
+    ``result.unfinished_calls`` holds the cut-off call(s) with the arguments
+    received so far (for display), ``result.function_calls`` only the calls the
+    model finished. Nothing was run and nothing was recorded for the cut-off
+    exchange: retrying the request is the way on. The google-genai helpers raise
+    it as ``fastagg.genai.StreamEndedInsideCall``, which is also their
+    ``StreamInterrupted``.
+    """
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
