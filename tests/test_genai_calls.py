@@ -8,6 +8,9 @@ it calls automatically (it answers the model with an error instead).
 """
 
 import asyncio
+import contextlib
+import inspect
+import math
 from typing import Any
 
 import pytest
@@ -21,6 +24,7 @@ from fastagg.testing import (
     FakeGemini,
     Step,
     chunk,
+    error_chunk,
     final,
     interleaved_calls_scenario,
     signature,
@@ -411,3 +415,80 @@ async def test_g11_a_cut_off_call_after_functions_ran_undoes_the_whole_message()
         "again). The response as received is on this exception (.partial, .result; the "
         "cut-off call in .result.unfinished_calls)."
     )
+
+
+def _weather_then(step: Step) -> list[Step]:
+    first = Step(
+        [
+            chunk(call("get_weather", {"city": "Paris"}, id="fc_w", signature=signature("w"))),
+            final(),
+        ]
+    )
+    return [first, step]
+
+
+async def test_g11_an_error_during_a_later_request_undoes_the_whole_message() -> None:
+    recorder = Recorder()
+    async with FakeGemini(_weather_then(Step([chunk(text("Half")), error_chunk()]))) as server:
+        client = client_for(server)
+        chat = client.aio.chats.create(
+            model=MODEL, config=types.GenerateContentConfig(tools=recorder.tools())
+        )
+        with pytest.raises(fastagg_genai.StreamInterrupted) as info:
+            async for _ in fastagg_genai.send_message_stream_async(chat, "Weather?"):
+                pass
+        histories = (chat.get_history(), chat.get_history(curated=True))
+    assert type(info.value) is fastagg_genai.StreamInterrupted
+    assert info.value.result.text == "Half"
+    assert recorder.ran == [("get_weather", {"city": "Paris"})]
+    assert histories == ([], [])
+
+
+async def test_g11_closing_the_stream_during_a_later_request_undoes_the_whole_message() -> None:
+    recorder = Recorder()
+    paused = Step([chunk(text("It is ")), final()], pause_after=1, pause=math.inf)
+    async with FakeGemini(_weather_then(paused)) as server:
+
+        def conversation() -> tuple[list[Any], list[Any], Any]:
+            client = client_for(server)  # the chat does not keep its client alive
+            chat = client.chats.create(
+                model=MODEL, config=types.GenerateContentConfig(tools=recorder.tools())
+            )
+            stream = fastagg_genai.send_message_stream(chat, "Weather?")
+            with contextlib.closing(stream):
+                for c in stream:
+                    if c.text:
+                        break  # the second request's first chunk
+            return chat.get_history(), chat.get_history(curated=True), next(stream, "ended")
+
+        history, curated, after = await asyncio.to_thread(conversation)
+    assert recorder.ran == [("get_weather", {"city": "Paris"})]
+    assert (history, curated, after) == ([], [], "ended")
+    assert len(server.requests) == 2
+
+
+async def test_g11_mcp_servers_with_automatic_function_calling_are_refused_before_sending() -> None:
+    from google.genai import _extra_utils
+
+    if (
+        "is_agent_platform"
+        not in inspect.signature(_extra_utils.find_afc_incompatible_tool_indexes).parameters
+    ):
+        pytest.skip(f"google-genai {genai.__version__} turns automatic function calling off")
+    recorder = Recorder()
+    mcp = types.Tool(mcp_servers=[types.McpServer(name="projects/p/mcpServers/notes")])
+    config = types.GenerateContentConfig(tools=[*recorder.tools(), mcp])
+    client = genai.Client(
+        vertexai=True, api_key="k", http_options=types.HttpOptions(base_url="http://127.0.0.1:9")
+    )
+    chat = client.aio.chats.create(model=MODEL, config=config)
+    with pytest.raises(ValueError) as info:
+        fastagg_genai.send_message_stream_async(chat, "Notes?")
+    assert str(info.value) == (
+        "send_message_stream: MCP sessions or servers among the tools with automatic "
+        "function calling cannot be run on the aggregated turn by fastagg. Turn it off "
+        "(automatic_function_calling=AutomaticFunctionCallingConfig(disable=True)) and call "
+        "the session's tools with the turn's result.function_calls, or use the chat's "
+        "send_message (not streamed)"
+    )
+    assert chat.get_history() == []
