@@ -73,6 +73,10 @@ class ToolRunner:
                     await self.emit.lifecycle(
                         "duplicate-call-id", step, self.count, calls[i]["name"], detail=detail
                     )
+            if self.emit.active:
+                # L81: an abort a handler set, or a deadline passed while the events above
+                # were delivered, holds before any tool starts: none starts.
+                await self.clock.take_pending()
             self.clock.progress()
             started = self.clock.last_progress  # L71: the same instant, read once
             # L5: calls run concurrently and are answered in call order; L39: once per call
