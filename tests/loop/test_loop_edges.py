@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from fastagg import events
-from fastagg.limits import StopReason
-from fastagg.testing.chunks import call, chunk, signature
+from fastagg import GeminiClient, events
+from fastagg.limits import StopReason, TurnLimits
+from fastagg.loop import FINAL_ANSWER_NOTE, run_turn
+from fastagg.testing import FakeGemini
+from fastagg.testing.chunks import call, chunk, final, signature, text
 from fastagg.tools import Tool
+from interactions_turns import ANSWER, CALLS, get_weather
 from scripted_model import (
     Reply,
     ScriptedModel,
@@ -101,3 +104,90 @@ async def test_l81_abort_set_in_a_duplicate_call_id_handler_runs_no_tool() -> No
         {"error": "aborted"},
     ]
     assert result.tool_call_count == 0
+
+
+# -- L82: the final answer after the step cap reports its own finish ------------------
+
+
+def runaway(n: int) -> list[Reply]:
+    return [calls(("lookup", {"q": str(i)}), seed=f"s{i}") for i in range(n)]
+
+
+async def lookup(q: str) -> dict[str, Any]:
+    """Look something up.
+
+    Args:
+        q: What to look up.
+    """
+    return {"found": q.upper()}
+
+
+async def test_l82_a_final_answer_cut_at_max_tokens_reports_its_own_finish() -> None:
+    cut = Reply([chunk(text("The best I have: Paris is")), final(finish_reason="MAX_TOKENS")])
+    model = ScriptedModel(*runaway(1), cut)
+    seen: list[Any] = []
+    result = await turn(model, tools=[lookup], limits=TurnLimits(max_steps=1), on_event=seen.append)
+    assert result.stop_reason is StopReason.STEP_CAP
+    assert (result.raw_finish_reason, result.finish_reason) == ("MAX_TOKENS", "length")
+    assert result.text == "The best I have: Paris is"
+    assert result.contents[-2] == {"role": "user", "parts": [{"text": FINAL_ANSWER_NOTE}]}
+    assert result.contents[-1]["parts"][0] == {"text": "The best I have: Paris is"}
+    ends = [(e.step, e.raw_finish_reason, e.outcome) for e in seen if isinstance(e, events.StepEnd)]
+    assert ends == [(1, "STOP", "tool-calls"), (2, "MAX_TOKENS", "final-answer")]
+
+
+async def test_l82_a_final_answer_without_a_finish_reason_is_not_appended() -> None:
+    cut = Reply([chunk(text("Half an answer"))])  # the stream ends with no finish reason
+    model = ScriptedModel(*runaway(1), cut)
+    result = await turn(model, tools=[lookup], limits=TurnLimits(max_steps=1))
+    assert result.stop_reason is StopReason.STEP_CAP
+    assert (result.raw_finish_reason, result.finish_reason) == (None, "tool-calls")
+    # never a trailing model turn from a cut-off request (L3.4, L20); its text still counts
+    assert result.contents == model.requests[1]["contents"][:-1]
+    assert result.contents[-1]["role"] == "user"
+    message = result.message
+    assert message is not None and message.startswith("I gathered information across 1 tool")
+    assert result.text == f"Half an answer\n\n{message}"
+    assert_replayable(result.contents)
+
+
+async def test_l82_a_malformed_final_answer_is_a_failed_one() -> None:
+    bad = Reply([chunk(text("Let me call")), final(finish_reason="MALFORMED_FUNCTION_CALL")])
+    model = ScriptedModel(*runaway(1), bad)
+    result = await turn(model, tools=[lookup], limits=TurnLimits(max_steps=1))
+    assert result.stop_reason is StopReason.STEP_CAP
+    assert (result.raw_finish_reason, result.finish_reason) == (
+        "MALFORMED_FUNCTION_CALL",
+        "tool-calls",
+    )
+    assert result.contents == model.requests[1]["contents"][:-1]
+    assert result.text == f"Let me call\n\n{result.message}"
+
+
+async def test_l82_an_empty_final_answer_reports_its_own_raw_finish() -> None:
+    model = ScriptedModel(*runaway(1), Reply([final(finish_reason="SAFETY")]))
+    result = await turn(model, tools=[lookup], limits=TurnLimits(max_steps=1))
+    assert result.stop_reason is StopReason.STEP_CAP
+    assert (result.raw_finish_reason, result.finish_reason) == ("SAFETY", "tool-calls")
+
+
+def interactions(server: FakeGemini) -> GeminiClient:
+    return GeminiClient("gemini-3.8-flash", api_key="k", base_url=server.url, api="interactions")
+
+
+async def test_l82_a_completed_final_answer_on_interactions_reports_completed() -> None:
+    async with (
+        FakeGemini([], interactions=[CALLS, ANSWER]) as server,
+        interactions(server) as model,
+    ):
+        result = await asyncio.wait_for(
+            turn_on(model, tools=[get_weather], limits=TurnLimits(max_steps=1)), 30
+        )
+    assert result.stop_reason is StopReason.STEP_CAP
+    assert result.text == "Paris: 18 C, clear. London: 12 C, rain."
+    assert (result.raw_finish_reason, result.finish_reason) == ("completed", "stop")
+
+
+async def turn_on(model: Any, **kwargs: Any) -> Any:
+    user = [{"role": "user", "parts": [{"text": "Weather in Paris and London?"}]}]
+    return await run_turn(model, user, **kwargs)

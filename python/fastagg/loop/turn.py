@@ -392,13 +392,27 @@ class Turn:
             )
         if bound.timed_out:  # the final answer timed out; the turn itself goes on to end
             return StopReason.STEP_CAP
+        # L82: the turn's last request is the final answer: its finish is the turn's (a
+        # blocked prompt's reason stands for it, L19).
+        response = self.wire.response(result)
+        self.raw_finish = response.finish or response.block_reason
         if self.emit.active:
             await self._step_end(step, 1, result.finish_reason, "final-answer")
-        if error is None and result.error is None and result.text and not result.function_calls:
+        if (
+            error is None
+            and result.error is None
+            # L82: a cut-off or malformed answer is never a trailing model turn
+            and map_finish_reason(response.finish) not in (None, "error")
+            and result.text
+            and not result.function_calls
+            and not result.unfinished_calls
+        ):
             self.contents.append(note)  # L23: not counted, it was in the request
             self.added.append(None)
             self._append(result.content, self.target)
             self.answer = result.text
+        else:
+            self._gather(result.text)  # L20, L24: a failed answer's text still counts
         return StopReason.STEP_CAP
 
     # -- the result (L4, L10, L24) ---------------------------------------
