@@ -286,14 +286,23 @@ def strip_signatures(contents: list[Content], *, sentinel: bool = True) -> list[
     Signatures are bound to the model that produced them (another model answers
     "Corrupted thought signature."). Every ``thoughtSignature`` is removed from
     model contents; a part left empty (``{}`` or ``{"text": ""}``) is dropped,
-    and so is a model content left without parts. With ``sentinel=True`` the
+    and so is a model content left without parts. The Interactions steps a
+    content carries (``content["interaction"]``, sent in their place on that
+    API) lose their ``signature`` too, and then the interaction's ``id`` (L83).
+    With ``sentinel=True`` the
     first function call of each model content of the current turn gets
     ``"skip_thought_signature_validator"`` so Gemini 3 accepts the replay.
     Contents that need no change are shared with the input, not copied.
     """
+    from .signatures import strip_steps  # signatures imports this module
+
     out: list[Content] = []
     for content in contents:
-        if content.get("role") != "model" or not any(
+        if content.get("role") != "model":
+            out.append(content)
+            continue
+        stored, in_steps = strip_steps(content.get("interaction"))
+        if not in_steps and not any(
             isinstance(p, Mapping) and "thoughtSignature" in p for p in content.get("parts", ())
         ):
             out.append(content)
@@ -306,7 +315,10 @@ def strip_signatures(contents: list[Content], *, sentinel: bool = True) -> list[
                     continue
             parts.append(part)
         if parts:
-            out.append({**content, "parts": parts})
+            changed = {**content, "parts": parts}
+            if in_steps:
+                changed["interaction"] = stored
+            out.append(changed)
     if sentinel:
         turn_start = 0
         for i, content in enumerate(out):

@@ -153,16 +153,22 @@ def prepare_history(
     origins: Origin | Sequence[Origin | None] | None,
     target: Origin,
     policy: SignaturePolicy | str = SignaturePolicy.AUTO,
+    *,
+    interactions: bool = False,
 ) -> tuple[list[Content], list[Origin | None], list[SignatureChange]]:
-    """Apply the signature policy to ``contents`` for ``target`` (L33, L34).
+    """Apply the signature policy to ``contents`` for ``target`` (L33, L34, L83).
 
     Returns the contents to send (unchanged ones shared, not copied), their
     origins (same length) and the changes made, in order. A model content of
-    a foreign origin (another family or backend) loses its signatures; a part
-    left empty is dropped, and so is a content left without parts. Then, for
-    ``AUTO`` when the target requires signatures, or ``SENTINEL``, the first
-    function call of each such content in the current turn gets
-    ``"skip_thought_signature_validator"``.
+    a foreign origin (another family or backend) loses its signatures, on its
+    parts and on the Interactions steps it carries (``content["interaction"]``,
+    which then loses its ``id`` too); a part or thought step left empty is
+    dropped, and so is a content left without parts. Then, for ``AUTO`` when
+    the target requires signatures, or ``SENTINEL``, the first function call of
+    each such content in the current turn gets
+    ``"skip_thought_signature_validator"``. ``interactions``: the target is
+    reached over the Interactions API, where a content is sent as its steps
+    (counted there) and no sentinel is ever sent (so none is put, L83).
     """
     policy = SignaturePolicy(policy)
     tags = _origins(contents, origins)
@@ -178,15 +184,18 @@ def prepare_history(
             out_tags.append(origin)
             foreign.append(-1)
             continue
-        stripped, count = _strip(content)
+        stripped, count = _strip(content, interactions)
         if count:
             changes.append(SignatureChange("strip", f"contents[{i}]", count, origin, target))
         if stripped is not None:
             out.append(stripped)
             out_tags.append(origin)
             foreign.append(i)
-    wants_sentinel = policy is SignaturePolicy.SENTINEL or (
-        policy is SignaturePolicy.AUTO and requires_signatures(target.model)
+    # L83: the Interactions API carries no signature on a function call step: a sentinel
+    # would be reported and never sent.
+    wants_sentinel = not interactions and (
+        policy is SignaturePolicy.SENTINEL
+        or (policy is SignaturePolicy.AUTO and requires_signatures(target.model))
     )
     if wants_sentinel:
         for k in range(turn_start(out), len(out)):
@@ -239,8 +248,10 @@ def _is_model(content: Any) -> bool:
     return isinstance(content, Mapping) and content.get("role") == "model"
 
 
-def _strip(content: Content) -> tuple[Content | None, int]:
-    """The content without signatures (None when nothing is left) and how many were removed."""
+def _strip(content: Content, interactions: bool = False) -> tuple[Content | None, int]:
+    """The content without signatures (None when nothing is left) and how many were removed
+    from what is sent: its Interactions steps when it has them and ``interactions``, else
+    its parts (L83: both lose them, so the transcript says one thing)."""
     parts = content.get("parts")
     if not isinstance(parts, list):
         return content, 0
@@ -253,9 +264,38 @@ def _strip(content: Content) -> tuple[Content | None, int]:
             if not part or part == {"text": ""}:
                 continue
         kept.append(part)
-    if not count:
+    stored, in_steps = strip_steps(content.get("interaction"))
+    if stored is not None and interactions:
+        count = in_steps
+    if not count and not in_steps:
         return content, 0
-    return ({**content, "parts": kept} if kept else None), count
+    if not kept:
+        return None, count
+    out = {**content, "parts": kept}
+    if stored is not None:
+        out["interaction"] = stored
+    return out, count
+
+
+def strip_steps(stored: Any) -> tuple[Any, int]:
+    """``content["interaction"]`` without the steps' signatures, and how many were removed
+    (L83). What lost any also loses its ``id``: chained to by ``previous_interaction_id``,
+    the service's stored copy would bring the signatures back. A thought step left without
+    a summary is dropped. ``(None, 0)`` when ``stored`` holds no list of steps."""
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("steps"), list):
+        return None, 0
+    count = 0
+    steps: list[Any] = []
+    for step in stored["steps"]:
+        if isinstance(step, Mapping) and "signature" in step:
+            count += 1
+            step = {k: v for k, v in step.items() if k != "signature"}
+            if step.get("type") == "thought" and not step.get("summary"):
+                continue
+        steps.append(step)
+    if not count:
+        return stored, 0
+    return {**{k: v for k, v in stored.items() if k != "id"}, "steps": steps}, count
 
 
 def _sentinel(contents: list[Content], k: int) -> str | None:

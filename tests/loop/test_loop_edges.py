@@ -12,6 +12,8 @@ import pytest
 from fastagg import GeminiClient, events
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import FINAL_ANSWER_NOTE, run_turn
+from fastagg.request import strip_signatures
+from fastagg.signatures import Origin
 from fastagg.testing import FakeGemini
 from fastagg.testing.chunks import call, chunk, final, signature, text
 from fastagg.tools import Tool
@@ -191,3 +193,146 @@ async def test_l82_a_completed_final_answer_on_interactions_reports_completed() 
 async def turn_on(model: Any, **kwargs: Any) -> Any:
     user = [{"role": "user", "parts": [{"text": "Weather in Paris and London?"}]}]
     return await run_turn(model, user, **kwargs)
+
+
+# -- L83: a stripped signature is not sent on the Interactions API --------------------
+
+FOREIGN_SIG = "Zm9yZWlnbi1zaWduYXR1cmU="
+FOREIGN = {
+    "role": "model",
+    "parts": [
+        {"text": "Greeting the user", "thought": True, "thoughtSignature": FOREIGN_SIG},
+        {"text": "Hello."},
+    ],
+    "interaction": {
+        "id": "v1_elsewhere",
+        "steps": [
+            {
+                "type": "thought",
+                "summary": [{"type": "text", "text": "Greeting the user"}],
+                "signature": FOREIGN_SIG,
+            },
+            {"type": "model_output", "content": [{"type": "text", "text": "Hello."}]},
+        ],
+    },
+}
+HISTORY = [
+    {"role": "user", "parts": [{"text": "Hi"}]},
+    FOREIGN,
+    {"role": "user", "parts": [{"text": "Weather in Paris and London?"}]},
+]
+ORIGINS = [None, Origin("gemini-2.5-flash"), None]
+
+
+@pytest.mark.parametrize("store", [False, True])
+async def test_l83_a_stripped_signature_is_not_sent_in_interaction_steps(store: bool) -> None:
+    seen: list[Any] = []
+    config = {} if store else {"store": False}
+    async with FakeGemini([], interactions=[ANSWER]) as server, interactions(server) as model:
+        result = await run_turn(
+            model,
+            [dict(c) for c in HISTORY],
+            history_origin=ORIGINS,
+            config=config,
+            on_event=seen.append,
+        )
+        records = server.interactions.records  # type: ignore[union-attr]
+    assert result.stop_reason is StopReason.COMPLETED
+    strips = [e.detail for e in seen if isinstance(e, events.Lifecycle)]
+    assert strips == [
+        "removed 1 thought signature from contents[1]: issued by gemini-2.5-flash (Gemini API), "
+        "which gemini-3.8-flash (Gemini API) does not accept"
+    ]
+    assert result.signatures == {"stripped": 1, "sentinels": 0}
+    sent = records[0][3]
+    # a stored interaction of the other model would carry its signatures along: not chained
+    assert "previous_interaction_id" not in sent
+    assert sent["input"] == [
+        {"type": "user_input", "content": [{"type": "text", "text": "Hi"}]},
+        {"type": "thought", "summary": [{"type": "text", "text": "Greeting the user"}]},
+        {"type": "model_output", "content": [{"type": "text", "text": "Hello."}]},
+        {
+            "type": "user_input",
+            "content": [{"type": "text", "text": "Weather in Paris and London?"}],
+        },
+    ]
+    assert FOREIGN_SIG not in str(result.contents)
+    assert HISTORY[1] is FOREIGN and FOREIGN["interaction"]["steps"][0]["signature"] == FOREIGN_SIG
+
+
+def test_l83_strip_signatures_strips_the_interaction_steps_too() -> None:
+    out = strip_signatures(HISTORY, sentinel=False)
+    assert out[0] is HISTORY[0] and out[2] is HISTORY[2]
+    assert out[1] == {
+        "role": "model",
+        "parts": [{"text": "Greeting the user", "thought": True}, {"text": "Hello."}],
+        "interaction": {
+            "steps": [
+                {"type": "thought", "summary": [{"type": "text", "text": "Greeting the user"}]},
+                {"type": "model_output", "content": [{"type": "text", "text": "Hello."}]},
+            ]
+        },
+    }
+    assert FOREIGN["interaction"]["steps"][0]["signature"] == FOREIGN_SIG  # not changed
+
+
+async def test_l83_no_sentinel_is_reported_on_interactions_where_none_is_sent() -> None:
+    foreign_calls = {
+        "role": "model",
+        "parts": [
+            {"functionCall": {"id": "c1", "name": "get_weather", "args": {"city": "Paris"}}},
+        ],
+        "interaction": {
+            "steps": [
+                {
+                    "type": "function_call",
+                    "id": "c1",
+                    "name": "get_weather",
+                    "arguments": {"city": "Paris"},
+                    "signature": FOREIGN_SIG,
+                }
+            ]
+        },
+    }
+    history = [
+        {"role": "user", "parts": [{"text": "Weather in Paris?"}]},
+        foreign_calls,
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "c1",
+                        "name": "get_weather",
+                        "response": {"output": "18 C"},
+                    }
+                }
+            ],
+        },
+    ]
+    seen: list[Any] = []
+    async with FakeGemini([], interactions=[ANSWER]) as server, interactions(server) as model:
+        result = await run_turn(
+            model,
+            history,
+            history_origin=Origin("gemini-2.5-flash"),
+            config={"store": False},
+            on_event=seen.append,
+        )
+        records = server.interactions.records  # type: ignore[union-attr]
+    assert result.stop_reason is StopReason.COMPLETED
+    details = [(e.phase, e.detail) for e in seen if isinstance(e, events.Lifecycle)]
+    assert details == [
+        (
+            "signature-strip",
+            "removed 1 thought signature from contents[1]: issued by gemini-2.5-flash (Gemini "
+            "API), which gemini-3.8-flash (Gemini API) does not accept",
+        )
+    ]
+    assert result.signatures == {"stripped": 1, "sentinels": 0}
+    assert records[0][3]["input"][1] == {
+        "type": "function_call",
+        "id": "c1",
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }

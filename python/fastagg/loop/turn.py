@@ -81,7 +81,11 @@ class Turn:
         # L33: the history is made acceptable to this model once; later contents are its own.
         self.target = Origin.of(model)
         self.contents, self.origins, self.signature_changes = prepare_history(
-            contents, origins, self.target, policy
+            contents,
+            origins,
+            self.target,
+            policy,
+            interactions=getattr(model, "api", None) == "interactions",  # L83
         )
         self.added: list[Origin | None] = []  # L33: who made each content the turn adds
         self.wire = wire = wire_for(
