@@ -21,6 +21,7 @@ from interactions_turns import ANSWER, CALLS, get_weather
 from scripted_model import (
     Reply,
     ScriptedModel,
+    answer,
     assert_replayable,
     calls,
     turn,
@@ -336,3 +337,66 @@ async def test_l83_no_sentinel_is_reported_on_interactions_where_none_is_sent() 
         "name": "get_weather",
         "arguments": {"city": "Paris"},
     }
+
+
+# -- L84: any tool value or exception is answered ------------------------------------
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class Opaque:
+    def __str__(self) -> str:
+        raise ValueError("not printable")
+
+
+def bad_values() -> list[tuple[Any, str, str]]:
+    return [
+        (2**70, "int", "Integer exceeds 64-bit range"),
+        ({"total": -(2**70)}, "dict", "Integer exceeds 64-bit range"),
+        ("caf\udce9", "str", "str is not valid UTF-8: surrogates not allowed"),
+        ([Opaque()], "list", "Type is not JSON serializable: Opaque"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "value, kind, why", bad_values(), ids=["bigint", "nested", "surrogate", "obj"]
+)
+async def test_l84_a_result_that_is_not_json_is_an_error_response(
+    value: Any, kind: str, why: str
+) -> None:
+    def count() -> Any:
+        return value
+
+    model = ScriptedModel(calls(("count", {}), seed="j"), answer("Sorry."))
+    seen: list[Any] = []
+    result = await turn(model, tools=[count], on_event=seen.append)
+    assert result.stop_reason is StopReason.COMPLETED
+    (response,) = responses(model.requests[1])
+    assert response["response"] == {
+        "error": f"count returned a value of type {kind} that cannot be sent to the model as "
+        f"JSON ({why}); a tool must return JSON values: strings, numbers (integers within 64 "
+        "bits), booleans, None, and lists and dicts of them"
+    }
+    assert [e.status for e in seen if isinstance(e, events.ToolCallEnd)] == ["error"]
+    assert result.tool_call_count == 1
+    assert_replayable(result.contents)
+
+
+async def test_l84_an_exception_whose_text_cannot_be_read_is_an_error_response() -> None:
+    def explode() -> str:
+        raise Unprintable()
+
+    def weird() -> str:
+        raise ValueError("bad byte \udcff here")
+
+    model = ScriptedModel(calls(("explode", {}), ("weird", {}), seed="x"), answer("Sorry."))
+    result = await turn(model, tools=[explode, weird])
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [r["response"] for r in responses(model.requests[1])] == [
+        {"error": "Unprintable (its message cannot be read: str() raised RuntimeError)"},
+        {"error": "ValueError: bad byte \\udcff here"},
+    ]
+    assert result.tool_call_count == 2

@@ -240,7 +240,7 @@ class ToolRunner:
             try:
                 with window:
                     value = await tool.invoke(call.get("args") or {}, ctx)
-                    response, status = {"output": _jsonable(value)}, "ok"
+                    response, status = _output(name, value)
             except asyncio.CancelledError:
                 if ctx is not None:
                     ctx.cancelled.set()
@@ -248,7 +248,7 @@ class ToolRunner:
                     raise
                 response = {"error": "CancelledError: the tool cancelled itself"}
             except Exception as exc:
-                response = {"error": f"{type(exc).__name__}: {exc}"}
+                response = {"error": _exception_text(exc)}
             finally:
                 if window.timed_out and ctx is not None:
                     ctx.cancelled.set()
@@ -294,9 +294,61 @@ def tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
     return out
 
 
+def _output(name: str, value: Any) -> tuple[JSONObject, ToolStatus]:
+    """The response to a call whose tool returned ``value``: ``{"output": ...}`` as plain
+    JSON (L26), or an error response saying why it cannot be sent (L84)."""
+    try:
+        return {"output": _jsonable(value)}, "ok"
+    except Exception as exc:
+        kind = _utf8(type(value).__name__)
+        error = (
+            f"{name} returned a value of type {kind} that cannot be sent to the model as JSON "
+            f"({_utf8(_message(exc))}); a tool must return JSON values: strings, numbers "
+            "(integers within 64 bits), booleans, None, and lists and dicts of them"
+        )
+        return {"error": error}, "error"
+
+
+def _exception_text(exc: BaseException) -> str:
+    """``"Type: message"`` of a tool's exception (L26), always sendable (L84): a message
+    that cannot be read is said so, one that is not valid UTF-8 is escaped."""
+    name = _utf8(type(exc).__name__)
+    try:
+        message = str(exc)
+    except Exception as err:
+        return f"{name} (its message cannot be read: str() raised {type(err).__name__})"
+    return _utf8(f"{name}: {message}")
+
+
+def _message(exc: Exception) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return type(exc).__name__
+
+
+def _utf8(text: str) -> str:
+    """``text`` with what UTF-8 cannot hold (lone surrogates) written as escapes."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# L84: what orjson (and the service's JSON) can hold as an integer
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
 def _jsonable(value: Any) -> Any:
-    """A tool's result as plain JSON (L26: dataclasses, enums, tuples ...)."""
-    if value is None or type(value) in (str, int, float, bool):
+    """A tool's result as plain JSON (L26: dataclasses, enums, tuples ...); raises when it
+    cannot be one (L84: an integer beyond 64 bits, a string that is not UTF-8 ...)."""
+    kind = type(value)
+    if (
+        value is None
+        or kind is bool
+        or kind is float
+        or (kind is str and value.isascii())
+        or (kind is int and _INT_MIN <= value <= _INT_MAX)
+    ):
         return value
     return orjson.loads(
         orjson.dumps(
