@@ -14,11 +14,14 @@ members, objects become dataclass instances.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextvars
 import dataclasses
 import enum
 import functools
 import inspect
 import math
+import os
 import re
 import threading
 import types
@@ -123,8 +126,9 @@ class Tool:
     derived from ``fn``'s signature, type hints and docstring, and so is a
     missing ``description``. ``timeout`` (seconds) overrides
     ``TurnLimits.tool_timeout`` for this tool (``math.inf``: no timeout of its
-    own). ``fn`` may be sync (run in a worker thread) or async, and may take a
-    parameter annotated ``ToolContext``. A ``Tool`` is callable like ``fn``.
+    own). ``fn`` may be sync (run in one of fastagg's tool threads, L85) or
+    async, and may take a parameter annotated ``ToolContext``. A ``Tool`` is
+    callable like ``fn``.
     """
 
     __slots__ = (
@@ -193,13 +197,16 @@ class Tool:
     def invoke(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> Awaitable[Any]:
         """Call the function with the model's ``args`` (converted) and ``ctx``; await the
         result. An async function that takes the arguments as they are is called here and
-        its own coroutine returned (L71: no coroutine of ours around it)."""
+        its own coroutine returned (L71: no coroutine of ours around it). A sync function
+        gives a :class:`ThreadCall`: it runs in a tool thread once awaited (L85)."""
         if self._plain:
             called: Awaitable[Any] = self.fn(**args)
             return called
-        return self._invoke(args, ctx)
+        if self._is_async:
+            return self._invoke(args, ctx)
+        return ThreadCall(self, args, ctx)
 
-    async def _invoke(self, args: Mapping[str, Any], ctx: ToolContext | None) -> Any:
+    def _kwargs(self, args: Mapping[str, Any], ctx: ToolContext | None) -> dict[str, Any]:
         convert = self._convert
         kwargs = (
             {key: (convert[key](value) if key in convert else value) for key, value in args.items()}
@@ -208,18 +215,170 @@ class Tool:
         )
         if self._ctx_param is not None and ctx is not None:
             kwargs[self._ctx_param] = ctx
-        if self._is_async:
-            return await self.fn(**kwargs)
-        result = await asyncio.to_thread(self.fn, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return kwargs
+
+    async def _invoke(self, args: Mapping[str, Any], ctx: ToolContext | None) -> Any:
+        return await self.fn(**self._kwargs(args, ctx))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, fn={self.fn!r})"
+
+
+# -- sync tools on threads of their own (L85) ---------------------------------------
+
+#: At most this many tool threads run at once, in the whole process; a call that finds
+#: them all busy waits for one (within its timeout).
+MAX_TOOL_THREADS = 32
+_IDLE = 60.0  # seconds an idle tool thread waits for work before it ends
+QUEUED, RUNNING, DONE = "queued", "running", "done"
+
+
+class ThreadCall:
+    """One call of a sync tool, awaited like a coroutine: it runs in a tool thread (L85).
+
+    Tool threads are daemon threads of fastagg's own, not the event loop's default
+    executor: neither ``asyncio.run()`` (which waits for that executor's threads)
+    nor the interpreter's exit waits for a call that was given up. ``fate`` says
+    where the call was when its await was cancelled (a timeout, the turn cut off):
+    ``"queued"`` (it never runs), ``"running"`` (its thread runs on, its result is
+    dropped) or ``"done"``; None until then.
+    """
+
+    __slots__ = ("_args", "_ctx", "_tool", "fate")
+
+    def __init__(self, tool: Tool, args: Mapping[str, Any], ctx: ToolContext | None) -> None:
+        self._tool = tool
+        self._args = args
+        self._ctx = ctx
+        self.fate: str | None = None
+
+    def __await__(self) -> Any:
+        return self._wait().__await__()
+
+    async def _wait(self) -> Any:
+        tool = self._tool
+        kwargs = tool._kwargs(self._args, self._ctx)
+        run = functools.partial(contextvars.copy_context().run, tool.fn, **kwargs)
+        job = _THREADS.submit(run, asyncio.get_running_loop())
+        try:
+            result = await job.future
+        except asyncio.CancelledError:
+            self.fate = _THREADS.abandon(job)
+            raise
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+class _Job:
+    __slots__ = ("abandoned", "fn", "future", "loop", "state")
+
+    def __init__(
+        self, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]
+    ) -> None:
+        self.fn = fn
+        self.loop = loop
+        self.future = future
+        self.state = QUEUED
+        self.abandoned = False
+
+    def settle(self, ok: bool, value: Any) -> None:
+        """In the loop's thread: hand the outcome to the awaiting call, if it still waits."""
+        if self.future.done():
+            return
+        if ok:
+            self.future.set_result(value)
+        else:
+            self.future.set_exception(value)
+
+
+class _ToolThreads:
+    """A bounded set of daemon threads running sync tool calls (L85)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._cond = threading.Condition()
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._threads = 0
+        self._idle = 0
+        self._started = 0
+
+    def submit(self, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> _Job:
+        job = _Job(fn, loop, loop.create_future())
+        with self._cond:
+            self._queue.append(job)
+            if self._idle >= len(self._queue):
+                self._cond.notify()
+                return job
+            if self._threads >= self.limit:
+                return job  # every thread is busy: the next one free takes it
+            self._threads += 1
+            self._started += 1
+            name = f"fastagg-tool-{self._started}"
+        try:
+            threading.Thread(target=self._work, name=name, daemon=True).start()
+        except BaseException:
+            with self._cond:
+                self._threads -= 1
+                self._queue.remove(job)
+            raise
+        return job
+
+    def abandon(self, job: _Job) -> str:
+        """The call's await was cancelled: a queued job never runs. Where it was."""
+        with self._cond:
+            job.abandoned = True
+            return job.state
+
+    def _work(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while not self._queue:
+                    self._idle += 1
+                    try:
+                        woken = cond.wait(_IDLE)
+                    finally:
+                        self._idle -= 1
+                    if not woken and not self._queue:
+                        self._threads -= 1
+                        return
+                job = self._queue.popleft()
+                if job.abandoned:
+                    continue
+                job.state = RUNNING
+            try:
+                ok, value = True, job.fn()
+            except BaseException as exc:
+                ok, value = False, exc
+            with cond:
+                job.state = DONE
+            try:
+                job.loop.call_soon_threadsafe(job.settle, ok, value)
+            except RuntimeError:
+                pass  # the loop is closed: no one waits for this result
+            del job, value
+
+    def _after_fork(self) -> None:
+        # A forked child has none of the parent's threads: count from zero.
+        self._cond = threading.Condition()
+        self._queue = collections.deque()
+        self._threads = self._idle = 0
+
+
+_THREADS = _ToolThreads(MAX_TOOL_THREADS)
+
+
+def tool_threads() -> int:
+    """How many tool threads may run at once (L85)."""
+    return _THREADS.limit
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_THREADS._after_fork)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import FASTAGG_PATH
 from fastagg import GeminiClient, events
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import FINAL_ANSWER_NOTE, run_turn
@@ -400,3 +405,144 @@ async def test_l84_an_exception_whose_text_cannot_be_read_is_an_error_response()
         {"error": "ValueError: bad byte \\udcff here"},
     ]
     assert result.tool_call_count == 2
+
+
+# -- L85: a sync tool past its timeout -----------------------------------------------
+
+
+async def test_l85_a_sync_tool_past_its_timeout_is_reported_running_and_not_waited_for() -> None:
+    release = threading.Event()
+    finished = threading.Event()
+
+    def send_email(to: str) -> str:
+        release.wait(60)  # as long as the test wants: run_turn must not wait for it
+        finished.set()
+        return "sent"
+
+    model = ScriptedModel(calls(("send_email", {"to": "bob"}), seed="m"), answer("Pending."))
+    seen: list[Any] = []
+    try:
+        result = await turn(
+            model,
+            tools=[Tool("send_email", send_email, timeout=0.2)],
+            on_event=seen.append,
+        )
+        assert not finished.is_set()
+    finally:
+        release.set()
+    message = (
+        "send_email timed out after 0.2s and is still running in its thread (a sync function "
+        "cannot be stopped); its result will be ignored"
+    )
+    assert result.stop_reason is StopReason.COMPLETED
+    assert responses(model.requests[1])[0]["response"] == {"error": message}
+    (end,) = [e for e in seen if isinstance(e, events.ToolCallEnd)]
+    assert (end.status, end.response) == ("timeout", {"error": message})
+    (timeout,) = [e for e in seen if isinstance(e, events.Lifecycle)]
+    assert (timeout.phase, timeout.tool_name, timeout.detail) == (
+        "tool-timeout",
+        "send_email",
+        message,
+    )
+    assert await asyncio.to_thread(finished.wait, 30)
+
+
+async def test_l85_an_async_tool_past_its_timeout_was_stopped() -> None:
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    model = ScriptedModel(calls(("slow", {}), seed="t"), answer("Ok."))
+    seen: list[Any] = []
+    await turn(model, tools=[slow], on_event=seen.append, limits=TurnLimits(tool_timeout=0.05))
+    message = "slow timed out after 0.05s and was stopped"
+    assert responses(model.requests[1])[0]["response"] == {"error": message}
+    (timeout,) = [e for e in seen if isinstance(e, events.Lifecycle)]
+    assert timeout.detail == message
+
+
+SCRIPT = """
+import asyncio, sys, time
+from pathlib import Path
+from fastagg.loop import run_turn
+from fastagg.limits import TurnLimits
+from fastagg.tools import Tool
+from scripted_model import ScriptedModel, answer, calls
+
+marker = Path(sys.argv[1])
+
+def send_email(to: str) -> str:
+    time.sleep(20)
+    marker.write_text("sent")
+    return "sent"
+
+async def main() -> None:
+    model = ScriptedModel(calls(("send_email", {"to": "bob"}), seed="m"), answer("Pending."))
+    user = [{"role": "user", "parts": [{"text": "Mail Bob."}]}]
+    result = await run_turn(model, user, tools=[Tool("send_email", send_email, timeout=0.2)])
+    print(result.stop_reason.value, model.requests[1]["contents"][-1]["parts"][0]
+          ["functionResponse"]["response"]["error"], flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_l85_a_process_exits_without_waiting_for_a_timed_out_sync_tool(tmp_path: Path) -> None:
+    marker = tmp_path / "sent"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([FASTAGG_PATH, str(TESTS)])
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCRIPT), str(marker)],
+        env=env,
+        capture_output=True,
+        timeout=120,  # a guard only: the tool sleeps 20 s, the marker says who finished first
+    )
+    assert not marker.exists()  # the process ended before the tool could write it
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode() == (
+        "completed send_email timed out after 0.2s and is still running in its thread (a sync "
+        "function cannot be stopped); its result will be ignored\n"
+    )
+
+
+async def test_l85_a_call_that_times_out_while_every_thread_is_busy_never_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fastagg.tools
+
+    monkeypatch.setattr(fastagg.tools, "_THREADS", fastagg.tools._ToolThreads(2))
+    release = threading.Event()
+    ran: list[str] = []
+
+    def hold(n: int) -> str:
+        release.wait(30)
+        return f"held {n}"
+
+    def later() -> str:
+        ran.append("later")
+        return "ran"
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, events.ToolCallEnd) and event.name == "later":
+            release.set()  # the holds return once the queued call has been given up
+
+    model = ScriptedModel(
+        calls(("hold", {"n": 1}), ("hold", {"n": 2}), ("later", {}), seed="q"), answer("Ok.")
+    )
+    tools = [Tool("hold", hold, timeout=60), Tool("later", later, timeout=0.2)]
+    try:
+        result = await turn(model, tools=tools, on_event=on_event)
+    finally:
+        release.set()
+    assert result.stop_reason is StopReason.COMPLETED
+    assert [r["response"] for r in responses(model.requests[1])] == [
+        {"output": "held 1"},
+        {"output": "held 2"},
+        {
+            "error": "later timed out after 0.2s before it could start (all 2 tool threads "
+            "were busy); it was not run"
+        },
+    ]
+    # a call queued after it on the same threads runs: the given-up one was skipped
+    assert await Tool("probe", lambda: "after").invoke({}) == "after"
+    assert ran == []

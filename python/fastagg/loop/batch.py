@@ -12,7 +12,7 @@ import orjson
 from .._json import Content, FunctionCall, JSONObject
 from ..events import ToolCallEnd, ToolCallStart, ToolStatus
 from ..limits import TurnLimits
-from ..tools import Tool, ToolContext
+from ..tools import DONE, QUEUED, RUNNING, ThreadCall, Tool, ToolContext, tool_threads
 from .clock import TurnClock, reap
 from .emit import Emitter
 from .messages import WRAPUP_NOTE, fmt_duration, fmt_seconds
@@ -226,6 +226,7 @@ class ToolRunner:
         start = clock.time()
         status: ToolStatus = "error"
         response: JSONObject | None = None
+        run: Any = None
         if tool is None:
             known = ", ".join(self.tools) or "none"
             response = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
@@ -239,8 +240,8 @@ class ToolRunner:
             window = clock.window(timeout if armed else None, hold=own)
             try:
                 with window:
-                    value = await tool.invoke(call.get("args") or {}, ctx)
-                    response, status = _output(name, value)
+                    run = tool.invoke(call.get("args") or {}, ctx)
+                    response, status = _output(name, await run)
             except asyncio.CancelledError:
                 if ctx is not None:
                     ctx.cancelled.set()
@@ -253,14 +254,13 @@ class ToolRunner:
                 if window.timed_out and ctx is not None:
                     ctx.cancelled.set()
             if response is None:  # the window suppressed its own cancellation: a timeout
-                response = {
-                    "error": f"{name} timed out after {fmt_seconds(timeout)}s and was stopped"
-                }
+                response = {"error": _timed_out(name, timeout, run)}
                 status = "timeout"
         responses[i] = response
         self.count += 1
         if status == "timeout":
-            await self.emit.lifecycle("tool-timeout", step, self.count, name)
+            detail = response["error"]  # L85: the caller is told what the model is
+            await self.emit.lifecycle("tool-timeout", step, self.count, name, detail=detail)
         if self.emit.active:
             await self.emit(
                 ToolCallEnd(step, i, call.get("id"), name, status, clock.time() - start, response)
@@ -292,6 +292,25 @@ def tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
             raise ValueError(f"two tools are named {t.name!r}; tool names must be unique")
         out[t.name] = t
     return out
+
+
+def _timed_out(name: str, timeout: float, run: Any) -> str:
+    """What the model and the caller are told of a call past its timeout (L26, L85)."""
+    after = f"{name} timed out after {fmt_seconds(timeout)}s"
+    fate = run.fate if type(run) is ThreadCall else None
+    if fate == RUNNING:
+        return (
+            f"{after} and is still running in its thread (a sync function cannot be "
+            "stopped); its result will be ignored"
+        )
+    if fate == QUEUED:
+        return (
+            f"{after} before it could start (all {tool_threads()} tool threads were busy); "
+            "it was not run"
+        )
+    if fate == DONE:
+        return f"{after}; it returned only then, and its result was not used"
+    return f"{after} and was stopped"
 
 
 def _output(name: str, value: Any) -> tuple[JSONObject, ToolStatus]:
