@@ -18,6 +18,9 @@ from .signatures import Origin
 
 __all__ = ["StopReason", "TurnLimits", "TurnResult"]
 
+#: L44, L86: the longest a turn waits before a retry, whoever asks for more.
+MAX_RETRY_WAIT = 300.0
+
 
 class _DefaultSeconds(float):
     """The defensive default ``turn_timeout``: a float that tells it was not chosen (L38)."""
@@ -45,7 +48,8 @@ class TurnLimits:
     context guard. ``malformed_retries`` (per turn), ``no_finish_retries`` and
     ``provider_retries`` (per step): retry budgets. ``retry_backoff``: first
     provider-retry delay when the service names none, doubled per retry (with
-    jitter), capped at ``max_retry_backoff``. ``request_timeout``: the timeout
+    jitter), capped at ``max_retry_backoff`` (finite, at most 300 s: a turn never
+    sleeps longer before a retry, L44, L86). ``request_timeout``: the timeout
     given to each model call (connecting, sending, each wait for bytes), at
     most the time the turn has left; the client's own smaller timeouts stay.
     """
@@ -83,10 +87,21 @@ class TurnLimits:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"TurnLimits.{name} must be positive or None, not {value}")
-        for name in ("wrapup_lead", "retry_backoff", "max_retry_backoff"):
+        if not (self.wrapup_lead >= 0 and not math.isnan(self.wrapup_lead)):
+            raise ValueError(f"TurnLimits.wrapup_lead must be zero or more, not {self.wrapup_lead}")
+        for name in ("retry_backoff", "max_retry_backoff"):
             value = getattr(self, name)
-            if not (value >= 0 and not math.isnan(value)):
-                raise ValueError(f"TurnLimits.{name} must be zero or more, not {value}")
+            if not (value >= 0 and math.isfinite(value)):  # L86: every wait ends
+                raise ValueError(
+                    f"TurnLimits.{name} must be a finite number of seconds, zero or more, "
+                    f"not {value}"
+                )
+        if self.max_retry_backoff > MAX_RETRY_WAIT:
+            raise ValueError(
+                f"TurnLimits.max_retry_backoff must be at most {MAX_RETRY_WAIT:g} seconds (the "
+                "longest wait a turn makes between two attempts), not "
+                f"{self.max_retry_backoff}"
+            )
         for name in ("malformed_retries", "no_finish_retries", "provider_retries"):
             if getattr(self, name) < 0:
                 raise ValueError(

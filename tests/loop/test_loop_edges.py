@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 
 from conftest import FASTAGG_PATH
 from fastagg import GeminiClient, events
+from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import FINAL_ANSWER_NOTE, run_turn
 from fastagg.request import strip_signatures
@@ -546,3 +548,36 @@ async def test_l85_a_call_that_times_out_while_every_thread_is_busy_never_runs(
     # a call queued after it on the same threads runs: the given-up one was skipped
     assert await Tool("probe", lambda: "after").invoke({}) == "after"
     assert ran == []
+
+
+# -- L86: retry waits always end -----------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["retry_backoff", "max_retry_backoff"])
+@pytest.mark.parametrize("value", [math.inf, math.nan, -1.0])
+def test_l86_a_backoff_that_is_not_a_finite_wait_is_refused(field: str, value: float) -> None:
+    with pytest.raises(ValueError) as info:
+        TurnLimits(**{field: value})  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"TurnLimits.{field} must be a finite number of seconds, zero or more, not {value}"
+    )
+
+
+def test_l86_max_retry_backoff_is_at_most_300_seconds() -> None:
+    TurnLimits(max_retry_backoff=300.0, retry_backoff=1e6)
+    with pytest.raises(ValueError) as info:
+        TurnLimits(max_retry_backoff=301.0)
+    assert str(info.value) == (
+        "TurnLimits.max_retry_backoff must be at most 300 seconds (the longest wait a turn "
+        "makes between two attempts), not 301.0"
+    )
+
+
+async def test_l86_many_retries_double_the_wait_up_to_the_cap_without_overflow() -> None:
+    busy = ProviderError(503, "UNAVAILABLE", "try later", True)
+    replies = [Reply(error=busy) for _ in range(1100)]
+    model = ScriptedModel(*replies, answer("Finally."))
+    limits = TurnLimits(provider_retries=1100, retry_backoff=1e-300, max_retry_backoff=1e-6)
+    result = await turn(model, limits=limits)
+    assert result.stop_reason is StopReason.COMPLETED
+    assert result.retries["provider"] == 1100

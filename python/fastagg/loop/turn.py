@@ -18,7 +18,7 @@ from .._json import Content, JSONObject, Request
 from .._sdk_request import loop_inputs
 from ..errors import InvalidRequestError, ProviderError
 from ..events import Phase, StepEnd, StepKind, StepOutcome, StepStart, TurnEnd, TurnEvent
-from ..limits import StopReason, TurnLimits, TurnResult
+from ..limits import MAX_RETRY_WAIT, StopReason, TurnLimits, TurnResult
 from ..model import ModelClient
 from ..request import map_finish_reason
 from ..signatures import (
@@ -39,7 +39,7 @@ from .stream import ModelStream, view
 from .usage import UsageMeter
 from .wire import wire_for
 
-_MAX_SERVER_DELAY = 300.0  # L44: a longer Retry-After / retryDelay ends the turn
+_MAX_SERVER_DELAY = MAX_RETRY_WAIT  # L44: a longer Retry-After / retryDelay ends the turn
 _RETRIES = (Outcome.PROVIDER_RETRY, Outcome.MALFORMED_RETRY, Outcome.NO_FINISH_RETRY)
 _GATHERED = (
     Outcome.PROVIDER_ERROR,
@@ -327,7 +327,8 @@ class Turn:
             if delay > _MAX_SERVER_DELAY:  # L44: do not wait that long, end the turn
                 return None
         else:
-            delay = min(limits.retry_backoff * 2**done, limits.max_retry_backoff)
+            # L86: doubling stops once past any cap (2**1024 is no float)
+            delay = min(limits.retry_backoff * 2.0 ** min(done, 64), limits.max_retry_backoff)
             delay *= random.uniform(0.5, 1.0)
         remaining = self.clock.remaining()
         if remaining is not None and delay >= remaining:
