@@ -196,9 +196,15 @@ class Tool:
 
     def invoke(self, args: Mapping[str, Any], ctx: ToolContext | None = None) -> Awaitable[Any]:
         """Call the function with the model's ``args`` (converted) and ``ctx``; await the
-        result. An async function that takes the arguments as they are is called here and
-        its own coroutine returned (L71: no coroutine of ours around it). A sync function
-        gives a :class:`ThreadCall`: it runs in a tool thread once awaited (L85)."""
+        result (a coroutine). An async function that takes the arguments as they are is
+        called here and its own coroutine returned (L71: no coroutine of ours around it).
+        A sync function runs in a tool thread once awaited (L85)."""
+        run = self._start(args, ctx)
+        return run.wait() if type(run) is ThreadCall else run
+
+    def _start(self, args: Mapping[str, Any], ctx: ToolContext | None) -> Awaitable[Any]:
+        """:meth:`invoke` for the turn loop: a sync function gives its :class:`ThreadCall`,
+        whose ``fate`` the loop reads when it gives the call up (L85)."""
         if self._plain:
             called: Awaitable[Any] = self.fn(**args)
             return called
@@ -256,9 +262,10 @@ class ThreadCall:
         self.fate: str | None = None
 
     def __await__(self) -> Any:
-        return self._wait().__await__()
+        return self.wait().__await__()
 
-    async def _wait(self) -> Any:
+    async def wait(self) -> Any:
+        """Run the call in a tool thread and wait for its result."""
         tool = self._tool
         kwargs = tool._kwargs(self._args, self._ctx)
         run = functools.partial(contextvars.copy_context().run, tool.fn, **kwargs)

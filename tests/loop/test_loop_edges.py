@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import os
 import subprocess
@@ -548,6 +549,25 @@ async def test_l85_a_call_that_times_out_while_every_thread_is_busy_never_runs(
     # a call queued after it on the same threads runs: the given-up one was skipped
     assert await Tool("probe", lambda: "after").invoke({}) == "after"
     assert ran == []
+
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_ID", default="none")
+
+
+async def test_l85_invoke_of_a_sync_tool_is_a_coroutine_run_on_a_tool_thread() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def where() -> str:
+        seen.append((threading.current_thread().name, REQUEST_ID.get()))
+        return "here"
+
+    REQUEST_ID.set("r-1")
+    coro = Tool("where", where).invoke({})
+    assert asyncio.iscoroutine(coro)
+    assert await asyncio.create_task(coro) == "here"
+    ((name, request_id),) = seen
+    assert name.startswith("fastagg-tool-")
+    assert request_id == "r-1"  # the caller's context is copied into the thread
 
 
 # -- L86: retry waits always end -----------------------------------------------------

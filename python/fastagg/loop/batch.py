@@ -240,7 +240,7 @@ class ToolRunner:
             window = clock.window(timeout if armed else None, hold=own)
             try:
                 with window:
-                    run = tool.invoke(call.get("args") or {}, ctx)
+                    run = tool._start(call.get("args") or {}, ctx)
                     response, status = _output(name, await run)
             except asyncio.CancelledError:
                 if ctx is not None:
