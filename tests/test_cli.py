@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from conftest import FASTAGG_PATH
-from fastagg.testing import chunk, final, signature, text, thought, usage
+from fastagg.testing import call, chunk, final, signature, streamed_call, text, thought, usage
 
 ROOT = Path(__file__).resolve().parent.parent
 WEATHER = ROOT / "examples" / "data" / "weather.sse"
@@ -208,6 +208,53 @@ def test_k2_lenient_skips_malformed_events() -> None:
     )
     done = fastagg("aggregate", "--lenient", "--text", "-", stdin=body)
     assert (done.returncode, done.stdout) == (0, b"ab\n")
+
+
+CUT_BODY = "Your refund of 40 EUR was "
+CUT_REASON = (
+    "the stream ended inside the function call 'send_email' (part 1): the model did not "
+    "finish it, so its arguments may be cut off; it is listed in unfinished_calls, not "
+    "function_calls"
+)
+
+
+def cut_inside_a_call(*tail: dict[str, Any]) -> bytes:
+    """A finished call, then a streamed call whose stream ends inside its argument."""
+    return sse(
+        chunk(call("lookup", {"q": "refund"}, id="a", signature=signature("s"))),
+        *streamed_call("send_email", {"body": CUT_BODY + "sent."}, id="b", piece=13)[:-2],
+        *tail,
+    )
+
+
+def test_k9_aggregate_json_lists_unfinished_calls_apart_from_function_calls() -> None:
+    done = fastagg("aggregate", "--lenient", "-", stdin=cut_inside_a_call())
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["function_calls"] == [{"id": "a", "name": "lookup", "args": {"q": "refund"}}]
+    assert out["unfinished_calls"] == [
+        {"id": "b", "name": "send_email", "args": {"body": CUT_BODY}, "part": 1}
+    ]
+    assert done.stderr.decode().splitlines() == [
+        f"fastagg aggregate: <stdin>: warning: {CUT_REASON}"
+    ]
+
+
+def test_k9_whole_streams_show_no_unfinished_calls() -> None:
+    done = fastagg("aggregate", str(WEATHER))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["unfinished_calls"] == []
+
+
+@pytest.mark.parametrize("finish", [None, "STOP"])
+def test_k10_aggregate_refuses_a_stream_that_ended_inside_a_call(finish: str | None) -> None:
+    tail = [final(finish_reason=finish)] if finish else []
+    done = fastagg("aggregate", "-", stdin=cut_inside_a_call(*tail))
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode().splitlines() == [
+        f"fastagg aggregate: <stdin>: {CUT_REASON}; no output written "
+        "(--lenient prints what was received)"
+    ]
 
 
 def test_k4_output_to_a_closed_pipe_exits_quietly() -> None:

@@ -331,3 +331,52 @@ def test_r5_display_deltas_and_visible_output_agree_under_random_splits(
         assert shown == (displayed(every[0]), seen)
         assert none == ([], seen)
     assert got[-1] == full[-1] == off[-1] == (full[-1][0], seen)
+
+
+MANY_IDS = [f"c{i}" for i in range(150)]
+MANY_KEYS = [f"$.k{i}" for i in range(150)]
+
+
+@st.composite
+def many_calls_chunk(draw: st.DrawFn) -> dict[str, Any]:
+    """A streamed-call chunk among many calls open at once (often more than 64): opened by id or by name
+    alone, extended by id or by path alone (C2.3, C17), or ended."""
+    kind = draw(st.integers(0, 11))
+    fc: dict[str, Any]
+    if kind <= 5:  # a new call (named; an id most of the time)
+        fc = {"name": draw(NAMES), "willContinue": True}
+        if kind <= 3:
+            fc["id"] = draw(st.sampled_from(MANY_IDS))
+    elif kind <= 10:  # a fragment, by id or by path alone
+        fc = {"willContinue": draw(st.sampled_from([True] * 15 + [False]))}
+        if kind <= 8:
+            fc["id"] = draw(st.sampled_from(MANY_IDS))
+        fc["partialArgs"] = [
+            {"jsonPath": draw(st.sampled_from(MANY_KEYS)), "stringValue": draw(TEXT)}
+        ]
+    else:  # an end marker, by id or alone (the most recently updated call)
+        fc = draw(st.sampled_from([{}, {"id": draw(st.sampled_from(MANY_IDS))}]))
+    return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": fc}]}}]}
+
+
+@settings(
+    max_examples=max(EXAMPLES // 8, 50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.lists(many_calls_chunk(), min_size=60, max_size=400))
+def test_c17_rust_and_reference_route_many_open_calls_alike(chunks: list[dict[str, Any]]) -> None:
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks)
+    got_rust = run(rust, [body], True, snapshots=True)
+    assert got_rust == run(reference, [body], True, snapshots=True)
+    # C13: every named call is in exactly one list, and a CallEnd marks the finished ones.
+    result = rust.StreamAggregator()
+    deltas = result.feed(body)
+    closed = result.close()
+    ended = [d.call for d in deltas if isinstance(d, rust.CallEnd)]
+    kept = [k for k, part in enumerate(closed.parts) if "functionCall" in part]
+    cut = [c["part"] for c in closed.unfinished_calls]
+    # CallEnds come as calls close, function_calls in part order: the same calls.
+    assert sorted(map(json.dumps, closed.function_calls)) == sorted(map(json.dumps, ended))
+    assert len(ended) + len(cut) == len(kept)
+    assert set(cut) <= set(kept)

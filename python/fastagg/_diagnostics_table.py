@@ -109,11 +109,6 @@ DIAGNOSTICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("candidate", "part", "call_id", "args"),
         "candidate {candidate}, part {part}: a streamed function call[[ with id {call_id!j}]] never received a name and was left out; its args: {args!j}",
     ),
-    "open_call_limit": (
-        "C14",
-        ("candidate", "part", "limit"),
-        "candidate {candidate}, part {part}: more than {limit} streamed calls were open at once; this one was closed",
-    ),
     "nameless_call": (
         "C15",
         ("event", "path", "call_id", "args"),

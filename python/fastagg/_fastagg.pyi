@@ -110,10 +110,12 @@ class Candidate:
         """Thought text of this candidate."""
     @property
     def function_calls(self) -> list[dict[str, Any]]:
-        """``[{"id", "name", "args"}]`` of this candidate, in part order."""
+        """``[{"id", "name", "args"}]`` of the calls the model finished, in part order: the
+        calls that may be run (C13)."""
     @property
-    def unfinished_calls(self) -> list[int]:
-        """Part indices of the streamed calls the model did not finish (C13)."""
+    def unfinished_calls(self) -> list[dict[str, Any]]:
+        """``[{"id", "name", "args", "part"}]`` of the streamed calls the model did not
+        finish, in part order: arguments so far, ``part`` indexes ``parts`` (C13)."""
     @property
     def finish_reason(self) -> str | None:
         """Raw finish reason of this candidate, or None."""
@@ -142,11 +144,13 @@ class AggregatedResponse:
         """Thought text of candidate 0."""
     @property
     def function_calls(self) -> list[dict[str, Any]]:
-        """``[{"id", "name", "args"}]`` of candidate 0, in part order."""
+        """``[{"id", "name", "args"}]`` of the calls of candidate 0 the model finished, in part
+        order: the calls that may be run (C13)."""
     @property
-    def unfinished_calls(self) -> list[int]:
-        """Part indices (into ``parts``) of candidate 0's streamed calls that the model did not
-        finish: still open (``snapshot()``) or flushed by ``close()`` (C13)."""
+    def unfinished_calls(self) -> list[dict[str, Any]]:
+        """Candidate 0's streamed calls the model did not finish, still open (``snapshot()``)
+        or flushed by ``close()``: ``[{"id", "name", "args", "part"}]`` with the arguments so
+        far and ``part`` the index into ``parts`` (C13). Never run them."""
     @property
     def finish_reason(self) -> str | None:
         """Raw finish reason of candidate 0 (e.g. ``"STOP"``), or None."""
@@ -211,7 +215,8 @@ class InteractionResponse:
         """The model's steps in index order, ready to resend in stateless mode."""
     @property
     def function_calls(self) -> list[dict[str, Any]]:
-        """``[{"id", "name", "args"}]`` of the ``function_call`` steps, index order."""
+        """``[{"id", "name", "args"}]`` of the ``function_call`` steps the model finished,
+        index order: the calls that may be run (C13)."""
     @property
     def interaction_id(self) -> str | None:
         """The interaction id (from ``interaction.created``), or None."""
@@ -253,8 +258,9 @@ class InteractionResponse:
     def diagnostics(self) -> tuple[Diagnostic, ...]:
         """The warnings as structured diagnostics, in the same order (spec/diagnostics.md X3)."""
     @property
-    def unfinished_calls(self) -> list[int]:
-        """Step indexes of calls the model did not finish or whose arguments did not parse."""
+    def unfinished_calls(self) -> list[dict[str, Any]]:
+        """``[{"id", "name", "args", "step"}]`` of the call steps the model did not finish or
+        whose arguments did not parse (C13, I16, I17), index order. Never run them."""
     @property
     def text(self) -> str:
         """Text of the ``model_output`` steps."""
@@ -314,7 +320,8 @@ class StreamAggregator(Generic[_Result]):
         """Feed one parsed chunk: a REST camelCase dict or a google-genai response object."""
     def finish(self) -> list[_Delta]:
         """End the stream and return the deltas of its end (D5): an event completed only by
-        the end of input, calls flushed unfinished. Then ``close()`` returns the result."""
+        the end of input (calls it flushes are unfinished: no ``CallEnd``). Then ``close()``
+        returns the result."""
     def hand_over(self) -> None:
         """Release the feeding thread (D8): the next ``feed*()``, from any thread, owns the
         aggregator. For a reader whose feeds hop threads one after another (a sync iterator

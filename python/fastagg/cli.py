@@ -15,9 +15,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -243,6 +243,8 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     if args.lenient:
         for warning in result.warnings:
             print(f"fastagg aggregate: {name}: warning: {warning}", file=sys.stderr)
+        for cut in result.unfinished_calls:  # K9: said out loud, never among function_calls
+            print(f"fastagg aggregate: {name}: warning: {_cut_off(cut)}", file=sys.stderr)
     else:
         reason = _not_a_whole_stream(result, aggregator.events_seen, aggregator.bytes_seen)
         if reason is not None:
@@ -291,12 +293,23 @@ def _not_a_whole_stream(result: AggregatedResponse, events: int, size: int) -> s
         label = " ".join(str(error[k]) for k in ("code", "status") if error.get(k) is not None)
         message = error.get("message") or "no message"
         return f"the stream carries an error ({label or 'no code'}): {message}"
+    if result.unfinished_calls:  # K10: a call cut off is not a whole response
+        return _cut_off(result.unfinished_calls[0])
     if result.finish_reason is None:
         return (
             "the stream ended before the model finished: no finish reason on candidate 0 "
             "(an incomplete stream)"
         )
     return None
+
+
+def _cut_off(call: Mapping[str, Any]) -> str:
+    """K9, K10: a call the model did not finish, in words."""
+    return (
+        f"the stream ended inside the function call {call['name']!r} (part {call['part']}): "
+        "the model did not finish it, so its arguments may be cut off; it is listed in "
+        "unfinished_calls, not function_calls"
+    )
 
 
 def _aggregate_payload(args: argparse.Namespace, result: AggregatedResponse) -> object:
@@ -309,6 +322,7 @@ def _aggregate_payload(args: argparse.Namespace, result: AggregatedResponse) -> 
         "thought_text": result.thought_text,
         "parts": result.parts,
         "function_calls": result.function_calls,
+        "unfinished_calls": result.unfinished_calls,  # K9: C13, for display; never run them
         "finish_reason": result.finish_reason,
         "finish_message": result.finish_message,
         "usage": result.usage,

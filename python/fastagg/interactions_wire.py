@@ -18,7 +18,7 @@ The loop keeps one transcript shape whatever the API: generateContent contents
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -232,14 +232,20 @@ class InteractionsTurn:
                 part_of[n] = len(self.parts)
                 self.parts.append(part)
         calls = [k for n, k in part_of.items() if self.steps[n].get("type") == "function_call"]
-        # Unfinished calls as part indexes (L32 reads the call's name there); step indexes
-        # count from 0 without gaps except on a resumed stream, where the first call stands in.
-        self.unfinished_calls: list[int] = [
-            part_of[i] if i in part_of and part_of[i] in calls else calls[0]
-            for i in response.unfinished_calls
+        # C13: unfinished calls as the core gives them, with the index of their part instead
+        # of their step (L32 reads them); step indexes count from 0 without gaps except on a
+        # resumed stream, where the first call stands in.
+        self.unfinished_calls: list[JSONObject] = [
+            {
+                "id": c["id"],
+                "name": c["name"],
+                "args": c["args"],
+                "part": _part_of_step(c["step"], part_of, calls),
+            }
+            for c in response.unfinished_calls
             if calls
         ]
-        self.function_calls: list[JSONObject] = response.function_calls
+        self.function_calls: list[JSONObject] = response.function_calls  # finished only (C13)
         self.error = _rpc_error(response.error, self.finish_reason)
 
     @property
@@ -248,6 +254,12 @@ class InteractionsTurn:
         if self.interaction_id is not None:
             stored = {"id": self.interaction_id, **stored}
         return {"role": "model", "parts": self.parts, "interaction": stored}
+
+
+def _part_of_step(step: int, part_of: Mapping[int, int], calls: Sequence[int]) -> int:
+    """The part index standing for call step ``step`` (the first call's when unknown)."""
+    at = part_of.get(step)
+    return at if at is not None and at in calls else calls[0]
 
 
 def _step_part(step: Mapping[str, Any]) -> JSONObject | None:

@@ -1,4 +1,4 @@
-"""Function calls (C1-C3, C6-C8, C10-C15): complete and streamed calls, routing, close.
+"""Function calls (C1-C3, C6-C8, C10-C17): complete and streamed calls, routing, close.
 
 Every test runs against both implementations through the ``impl`` fixture
 (the Rust module ``fastagg._fastagg`` and the pure-Python ``fastagg.reference``)
@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from streams import as_json, chunk, fc, pa, run_chunks, sse
+from streams import as_json, chunk, fc, pa, run_chunks, sse, sse_body
 
 
 def test_c1_complete_call_kept_byte_exact(impl: ModuleType) -> None:
@@ -491,24 +491,57 @@ def test_c13_will_continue_false_and_complete_parts_are_finished(impl: ModuleTyp
     assert result.unfinished_calls == []
 
 
+CUT = {"id": "c1", "name": "get_weather", "args": {"city": "Paris, Ile-de-F"}, "part": 1}
+
+
 def test_c13_call_flushed_at_close_is_listed_as_unfinished(impl: ModuleType) -> None:
     agg = impl.StreamAggregator()
     deltas = agg.feed(sse(opening(), FRAGMENT))
-    assert agg.snapshot().unfinished_calls == [1]  # still open
+    snap = agg.snapshot()
+    assert (snap.unfinished_calls, snap.function_calls) == ([CUT], [])  # still open
+    assert agg.finish() == []  # flushed: no CallEnd (D5)
     result = agg.close()
     # Flushed so nothing is lost (its signature stays), but never ended by the model:
-    # no CallEnd delta, and the result says so.
+    # no CallEnd delta, never among the calls to run, and the result says so.
     assert [type(d).__name__ for d in deltas] == ["TextDelta", "CallStart", "ArgDelta"]
-    assert result.unfinished_calls == [1]
-    assert result.candidates[0].unfinished_calls == [1]
+    assert result.unfinished_calls == [CUT]
+    assert result.candidates[0].unfinished_calls == [CUT]
     assert result.parts[1] == {
         "functionCall": {"id": "c1", "name": "get_weather", "args": {"city": "Paris, Ile-de-F"}},
         "thoughtSignature": SIG,
     }
-    assert result.function_calls == [
-        {"id": "c1", "name": "get_weather", "args": {"city": "Paris, Ile-de-F"}}
-    ]
+    assert result.function_calls == []
+    assert result.candidates[0].function_calls == []
     assert result.warnings == []
+
+
+def test_c13_unfinished_calls_are_built_once_their_args_the_dict_of_the_part(
+    impl: ModuleType,
+) -> None:
+    agg = impl.StreamAggregator()
+    agg.feed(sse(opening(), FRAGMENT))
+    result = agg.close()
+    assert result.unfinished_calls is result.unfinished_calls
+    assert result.unfinished_calls is result.candidates[0].unfinished_calls
+    (cut,) = result.unfinished_calls
+    assert cut["args"] is result.parts[1]["functionCall"]["args"]
+
+
+def test_c13_a_finished_call_beside_a_cut_off_one_is_the_only_call_to_run(
+    impl: ModuleType,
+) -> None:
+    body = "Your refund of 40 EUR was "
+    result, deltas = run_chunks(
+        impl,
+        chunk(fc(id="a", name="lookup", args={"q": "x"})),
+        chunk(fc(id="b", name="send_email", willContinue=True)),
+        chunk(fc(id="b", willContinue=True, partialArgs=[pa("$.body", stringValue=body)])),
+    )
+    assert result.function_calls == [{"id": "a", "name": "lookup", "args": {"q": "x"}}]
+    assert result.unfinished_calls == [
+        {"id": "b", "name": "send_email", "args": {"body": body}, "part": 1}
+    ]
+    assert [d.call["id"] for d in deltas if isinstance(d, impl.CallEnd)] == ["a"]
 
 
 def test_c13_only_the_open_call_of_several_is_unfinished(impl: ModuleType) -> None:
@@ -519,8 +552,8 @@ def test_c13_only_the_open_call_of_several_is_unfinished(impl: ModuleType) -> No
         chunk(fc(id="b", name="g", willContinue=True)),
         chunk(fc(id="c", name="h", args={})),
     )
-    assert [c["id"] for c in result.function_calls] == ["a", "b", "c"]
-    assert result.unfinished_calls == [1]
+    assert [c["id"] for c in result.function_calls] == ["a", "c"]
+    assert result.unfinished_calls == [{"id": "b", "name": "g", "args": {}, "part": 1}]
 
 
 def test_c13_unfinished_calls_per_candidate(impl: ModuleType) -> None:
@@ -530,7 +563,14 @@ def test_c13_unfinished_calls_per_candidate(impl: ModuleType) -> None:
         chunk(fc(name="g", willContinue=True), index=1),
     )
     assert result.unfinished_calls == []
-    assert [c.unfinished_calls for c in result.candidates] == [[], [0]]
+    assert [c.unfinished_calls for c in result.candidates] == [
+        [],
+        [{"id": None, "name": "g", "args": {}, "part": 0}],
+    ]
+    assert [c.function_calls for c in result.candidates] == [
+        [{"id": None, "name": "f", "args": {}}],
+        [],
+    ]
 
 
 def test_c13_nameless_flushed_call_is_left_out_not_listed(impl: ModuleType) -> None:
@@ -541,34 +581,75 @@ def test_c13_nameless_flushed_call_is_left_out_not_listed(impl: ModuleType) -> N
     assert result.unfinished_calls == []
 
 
-def test_c14_at_most_64_streamed_calls_are_open_the_least_recent_is_closed(
+def interleaved(n: int) -> list[bytes]:
+    """``n`` streamed calls opened one after another, then each given its argument in
+    turn, then each closed: every call stays open until its own end marker."""
+    opening = [chunk(fc(id=f"c{i}", name="f", willContinue=True)) for i in range(n)]
+    fragments = [
+        chunk(fc(id=f"c{i}", willContinue=True, partialArgs=[pa("$.n", numberValue=i)]))
+        for i in range(n)
+    ]
+    ends = [chunk(fc(id=f"c{i}")) for i in range(n)]
+    return [*opening, *fragments, *ends, chunk(finish="STOP")]
+
+
+def test_c14_65_and_200_open_streamed_calls_each_keep_their_arguments(
     impl: ModuleType,
 ) -> None:
-    opening = [
-        chunk(fc(id=f"c{i}", name="f", willContinue=True, partialArgs=[pa("$.n", numberValue=i)]))
-        for i in range(66)
-    ]
-    # c1 is touched after c63, so c0 then c2 are the least recently updated.
-    touch = chunk(fc(id="c1", willContinue=True, partialArgs=[pa("$.m", numberValue=1)]))
+    for n in (64, 65, 200):
+        result, deltas = run_chunks(impl, *interleaved(n))
+        assert result.function_calls == [
+            {"id": f"c{i}", "name": "f", "args": {"n": i}} for i in range(n)
+        ], n
+        assert (result.unfinished_calls, result.warnings) == ([], []), n
+        ends = [(d.index, d.call["args"]) for d in deltas if isinstance(d, impl.CallEnd)]
+        assert ends == [(i, {"n": i}) for i in range(n)], n
+
+
+def test_c14_a_call_stays_open_however_many_open_after_it(impl: ModuleType) -> None:
     agg = impl.StreamAggregator()
-    deltas = agg.feed(sse(*opening[:64], touch, *opening[64:]))
-    again = agg.feed(sse(chunk(fc(id="c0", name="g", partialArgs=[pa("$.late", stringValue="x")]))))
+    agg.feed(sse(chunk(fc(id="first", name="f", willContinue=True))))
+    agg.feed(sse(*[chunk(fc(id=f"c{i}", name="g", willContinue=True)) for i in range(100)]))
+    agg.feed(sse(chunk(fc(id="first", partialArgs=[pa("$.late", stringValue="x")]))))
     result = agg.close()
-    assert result.warnings[:2] == [
-        "C14: candidate 0, part 0: more than 64 streamed calls were open at once; this one was closed",
-        "C14: candidate 0, part 2: more than 64 streamed calls were open at once; this one was closed",
-    ]
-    assert len(result.warnings) == 3  # c3 makes room for the second c0
-    ends = [d for d in deltas if isinstance(d, impl.CallEnd)]
-    assert [(d.index, d.call["id"]) for d in ends] == [(0, "c0"), (2, "c2")]
-    assert [d.index for d in again if isinstance(d, impl.CallEnd)] == [3, 66]
+    assert result.function_calls == [{"id": "first", "name": "f", "args": {"late": "x"}}]
+    assert [c["part"] for c in result.unfinished_calls] == list(range(1, 101))
+    assert result.warnings == []
+
+
+def test_c17_ten_thousand_interleaved_streamed_calls_keep_their_own_arguments(
+    impl: ModuleType,
+) -> None:
+    n = 10_000
+    agg = impl.StreamAggregator()
+    agg.feed(sse_body(interleaved(n)))  # sse() joins quadratically: 30 001 events here
+    result = agg.close()
     calls = result.function_calls
-    assert len(calls) == 67
-    assert calls[0] == {"id": "c0", "name": "f", "args": {"n": 0}}
-    assert calls[1] == {"id": "c1", "name": "f", "args": {"n": 1, "m": 1}}
-    assert calls[66] == {"id": "c0", "name": "g", "args": {"late": "x"}}
-    # C13: a call closed by the limit was not finished by the model either.
-    assert result.unfinished_calls == list(range(66))
+    assert len(calls) == n
+    assert all(
+        call == {"id": f"c{i}", "name": "f", "args": {"n": i}} for i, call in enumerate(calls)
+    )
+    assert (result.unfinished_calls, result.warnings) == ([], [])
+
+
+def test_c17_id_less_fragments_search_the_64_most_recent_calls_for_their_path(
+    impl: ModuleType,
+) -> None:
+    # 70 named calls without ids, each holding its own key; then id-less fragments.
+    opening = [
+        chunk(fc(name=f"f{i}", willContinue=True, partialArgs=[pa(f"$.k{i}", stringValue="a")]))
+        for i in range(70)
+    ]
+    recent = chunk(fc(willContinue=True, partialArgs=[pa("$.k6", stringValue="b")]))
+    old = chunk(fc(willContinue=True, partialArgs=[pa("$.k0", stringValue="c")]))
+    result, _ = run_chunks(impl, *opening, recent, old)
+    args = {c["name"]: c["args"] for c in result.unfinished_calls}
+    # f6-f69 are the 64 most recently updated: f6 holds $.k6 and takes the fragment.
+    # Then f6, f7-f69 are: none holds $.k0 (f0 is older), so the fragment goes to the
+    # most recently updated call, f6, as C2.3 routes a fragment no call holds.
+    assert args["f6"] == {"k6": "ab", "k0": "c"}
+    assert args["f0"] == {"k0": "a"}
+    assert len(args) == 70
 
 
 def test_c15_complete_call_without_a_name_is_left_out_with_a_warning(impl: ModuleType) -> None:

@@ -221,7 +221,9 @@ def test_i17_snapshot_shows_open_call_without_changing_state(impl: ModuleType) -
     )
     snap = agg.snapshot()
     assert snap.steps[0]["arguments"] == {"path": "/tm"}
-    assert snap.unfinished_calls == [0]
+    # C13: an open call step is shown with its arguments so far, never as one to run.
+    assert snap.unfinished_calls == [{"id": "c", "name": "f", "args": {"path": "/tm"}, "step": 0}]
+    assert snap.function_calls == []
     assert snap.warnings == []
     agg.feed(ev("step.delta", index=0, delta={"type": "arguments_delta", "arguments": 'p"}'}))
     agg.feed(ev("step.stop", index=0))
@@ -271,7 +273,8 @@ def test_i16_strict_json_errors(impl: ModuleType, text: str, reason: str) -> Non
     result = agg.close()
     assert result.warnings[0] == f"I16: step 0: arguments are not valid JSON {reason}"
     assert result.steps[0]["arguments"] == text
-    assert result.unfinished_calls == [0]
+    assert result.unfinished_calls == [{"id": "c", "name": "f", "args": {}, "step": 0}]
+    assert result.function_calls == []
 
 
 def test_i14_numbers_match_a_json_parser(impl: ModuleType) -> None:

@@ -106,7 +106,9 @@ def test_snapshot_mid_stream_renders_open_calls_in_place(impl: ModuleType) -> No
     ]
     assert as_json(snap.parts) == as_json(expected)
     assert snap.complete is False
-    assert snap.function_calls == [{"id": None, "name": "f", "args": {"s": "pa"}}]
+    # C13: the open call is not one to run yet; it is shown with its arguments so far.
+    assert snap.function_calls == []
+    assert snap.unfinished_calls == [{"id": None, "name": "f", "args": {"s": "pa"}, "part": 1}]
     # Mutating a snapshot does not reach the aggregator.
     snap.parts[1]["functionCall"]["args"]["s"] = "changed"
     snap.parts.append({"text": "junk"})
@@ -438,10 +440,10 @@ def test_d5_finish_returns_the_deltas_of_the_end_of_the_stream(impl: ModuleType)
         impl.CallStart(0, 0, "c", "f"),
         impl.ArgDelta(0, 0, "$.a", 1),
     ]
+    # The open call it flushes gives no CallEnd: the model never finished it (C13).
     assert agg.finish() == [
         impl.TextDelta(0, 1, "last words", False),
         impl.Finish(0, "STOP"),
-        impl.CallEnd(0, 0, {"id": "c", "name": "f", "args": {"a": 1}}),
     ]
     assert agg.finish() == []
     with pytest.raises(AggregatorClosed):

@@ -61,7 +61,7 @@ class Response:
 
     finish: str | None
     finish_message: str | None = None
-    calls: list[FunctionCall] = field(default_factory=list)
+    calls: list[FunctionCall] = field(default_factory=list)  # the finished calls (C13)
     unfinished: tuple[int, str | None] | None = None  # first unfinished call: part, name (L32)
     error: JSONObject | None = None  # the in-stream google.rpc error object
     block_reason: str | None = None  # promptFeedback.blockReason (L19), read without a finish
@@ -96,8 +96,9 @@ def classify(
     """The verdict on one attempt; updates ``budget.stream_error`` (L16)."""
     calls = response.calls
     cut = None
-    if calls and response.unfinished is not None:
-        # L32: a call the model did not finish (flushed at close) is never run.
+    if response.unfinished is not None:
+        # L32: a call the model did not finish (flushed at close) is never run, and
+        # neither are the finished calls of that step: the step is retried as a whole.
         k, name = response.unfinished
         calls = []
         cut = f"L32: the stream ended inside the call {name!r} (part {k}); it was not run"

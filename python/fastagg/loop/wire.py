@@ -156,10 +156,12 @@ class GenerateContentWire:
         return False
 
     def response(self, result: Any) -> Response:
+        # C13: the calls to run are function_calls; a call the model did not finish is
+        # only in unfinished_calls ({"id", "name", "args", "part"}), never run (L32).
         unfinished = None
-        if result.unfinished_calls and result.function_calls:
-            k = result.unfinished_calls[0]
-            unfinished = (k, result.parts[k]["functionCall"].get("name"))
+        if result.unfinished_calls:
+            cut = result.unfinished_calls[0]
+            unfinished = (cut["part"], cut["name"])
         finish = result.finish_reason
         # L19: a block reason matters only to a response without a finish reason (L71:
         # not read otherwise); None first: an ABC isinstance of None costs a Python frame

@@ -91,11 +91,6 @@ pub enum Diagnostic {
         call_id: Option<String>,
         args: Value,
     },
-    OpenCallLimit {
-        candidate: u32,
-        part: usize,
-        limit: u64,
-    },
     NamelessCall {
         event: u64,
         path: String,
@@ -383,18 +378,6 @@ impl Diagnostic {
                     ("args", Json(args)),
                 ],
             ),
-            Self::OpenCallLimit {
-                candidate,
-                part,
-                limit,
-            } => (
-                "open_call_limit",
-                vec![
-                    ("candidate", Int((*candidate).into())),
-                    ("part", int(*part)),
-                    ("limit", Int(*limit)),
-                ],
-            ),
             Self::NamelessCall {
                 event,
                 path,
@@ -673,11 +656,6 @@ mod tests {
                 part: 1,
                 call_id: None,
                 args: json!({}),
-            },
-            D::OpenCallLimit {
-                candidate: 0,
-                part: 1,
-                limit: 64,
             },
             D::NamelessCall {
                 event: 1,

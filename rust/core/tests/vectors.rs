@@ -201,9 +201,9 @@ fn run_classic(pieces: &[&[u8]], opts: Options) -> Map<String, Value> {
     out.insert("complete".into(), Value::from(res.complete));
     out.insert("truncated".into(), Value::from(res.truncated));
     let unfinished = first
-        .map(|c| c.unfinished_calls.clone())
+        .map(CandidateResult::unfinished_values)
         .unwrap_or_default();
-    out.insert("unfinished_calls".into(), Value::from(unfinished));
+    out.insert("unfinished_calls".into(), Value::Array(unfinished));
     let indices: Vec<u32> = res.candidates.iter().map(|c| c.index).collect();
     out.insert("candidates".into(), Value::from(indices));
     out.insert("events_seen".into(), Value::from(events_seen));
@@ -245,7 +245,7 @@ fn run_interactions(pieces: &[&[u8]], opts: Options) -> Map<String, Value> {
     out.insert("truncated".into(), Value::from(res.truncated));
     out.insert(
         "unfinished_calls".into(),
-        Value::from(res.unfinished_calls.clone()),
+        Value::Array(res.unfinished_calls.clone()),
     );
     out.insert("events_seen".into(), Value::from(events_seen));
     out.insert("bytes_seen".into(), Value::from(bytes_seen));

@@ -133,6 +133,7 @@ pub struct InteractionResponse {
     inner: Arc<IxResponse>,
     steps: PyOnceLock<Py<PyList>>,
     calls: PyOnceLock<Py<PyList>>,
+    unfinished: PyOnceLock<Py<PyList>>,
 }
 
 impl InteractionResponse {
@@ -143,8 +144,26 @@ impl InteractionResponse {
                 inner,
                 steps: PyOnceLock::new(),
                 calls: PyOnceLock::new(),
+                unfinished: PyOnceLock::new(),
             },
         )
+    }
+
+    /// `values` as a list, built once in `cell` (D3a).
+    fn values_list<'py>(
+        py: Python<'py>,
+        cell: &PyOnceLock<Py<PyList>>,
+        values: &[serde_json::Value],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let list = cell.get_or_try_init(py, || {
+            let _pause = GcPause::new(py); // R11
+            let list = PyList::empty(py);
+            for value in values {
+                list.append(to_py(py, value)?)?;
+            }
+            Ok::<_, PyErr>(list.unbind())
+        })?;
+        Ok(list.bind(py).clone())
     }
 
     fn opt_str<'py>(py: Python<'py>, s: Option<&String>) -> PyResult<Bound<'py, PyAny>> {
@@ -167,18 +186,11 @@ impl InteractionResponse {
         })?;
         Ok(steps.bind(py).clone())
     }
-    /// `[{"id", "name", "args"}]` of the `function_call` steps, index order.
+    /// `[{"id", "name", "args"}]` of the `function_call` steps the model
+    /// finished, index order (C13: the calls that may be run).
     #[getter]
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let calls = self.calls.get_or_try_init(py, || {
-            let _pause = GcPause::new(py); // R11
-            let list = PyList::empty(py);
-            for call in &self.inner.function_calls {
-                list.append(to_py(py, call)?)?;
-            }
-            Ok::<_, PyErr>(list.unbind())
-        })?;
-        Ok(calls.bind(py).clone())
+        Self::values_list(py, &self.calls, &self.inner.function_calls)
     }
     /// The interaction id (from `interaction.created`), or None.
     #[getter]
@@ -245,10 +257,11 @@ impl InteractionResponse {
     fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         diagnostics_to_py(py, &self.inner.diagnostics)
     }
-    /// Step indexes of calls the model did not finish or whose arguments did not parse.
+    /// `[{"id", "name", "args", "step"}]` of the call steps the model did not
+    /// finish or whose arguments did not parse (C13, I16, I17), index order.
     #[getter]
-    fn unfinished_calls(&self) -> Vec<u32> {
-        self.inner.unfinished_calls.clone()
+    fn unfinished_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        Self::values_list(py, &self.unfinished, &self.inner.unfinished_calls)
     }
     /// Text of the `model_output` steps.
     #[getter]

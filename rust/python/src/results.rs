@@ -45,6 +45,7 @@ pub struct Candidate {
     parts: PyOnceLock<Py<PyList>>,
     content: PyOnceLock<Py<PyDict>>,
     calls: PyOnceLock<Py<PyList>>,
+    unfinished: PyOnceLock<Py<PyList>>,
     metadata: PyOnceLock<Py<PyDict>>,
     // R6: so are the strings (a long text's `str` costs a copy per read).
     text: PyOnceLock<Py<PyString>>,
@@ -62,6 +63,7 @@ impl Candidate {
             parts: PyOnceLock::new(),
             content: PyOnceLock::new(),
             calls: PyOnceLock::new(),
+            unfinished: PyOnceLock::new(),
             metadata: PyOnceLock::new(),
             text: PyOnceLock::new(),
             thought_text: PyOnceLock::new(),
@@ -107,19 +109,32 @@ impl Candidate {
                 return Ok(list.unbind());
             };
             for (&i, call) in data.call_parts.iter().zip(data.function_calls()) {
-                // The args dict of the part itself: one object, not a copy.
-                let args = match call.args {
-                    Some(_) => parts
-                        .get_item(i)?
-                        .get_item(intern!(py, "functionCall"))?
-                        .get_item(intern!(py, "args"))?,
-                    None => PyDict::new(py).into_any(),
-                };
+                let args = part_args(py, &parts, i, call.args.is_some())?;
                 list.append(call_to_py(py, call.id, call.name, args)?)?;
             }
             Ok::<_, PyErr>(list.unbind())
         })?;
         Ok(calls.bind(py).clone())
+    }
+
+    /// RULE C13: `[{"id", "name", "args", "part"}]` of the calls the model did
+    /// not finish, built once, `args` the dict inside the part (D3a).
+    fn unfinished_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let unfinished = self.unfinished.get_or_try_init(py, || {
+            let parts = self.parts_list(py)?;
+            let list = PyList::empty(py);
+            let Some(data) = self.data() else {
+                return Ok(list.unbind());
+            };
+            for (i, call) in data.unfinished() {
+                let args = part_args(py, &parts, i, call.args.is_some())?;
+                let entry = call_to_py(py, call.id, call.name, args)?;
+                entry.set_item(intern!(py, "part"), i)?;
+                list.append(entry)?;
+            }
+            Ok::<_, PyErr>(list.unbind())
+        })?;
+        Ok(unfinished.bind(py).clone())
     }
 
     fn text_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
@@ -159,10 +174,23 @@ impl Candidate {
     fn finish_message_of(&self) -> Option<&str> {
         self.data().and_then(|c| c.finish_message.as_deref())
     }
+}
 
-    fn unfinished_of(&self) -> Vec<usize> {
-        self.data()
-            .map_or_else(Vec::new, |c| c.unfinished_calls.clone())
+/// The args dict of call part `i` itself (one object, not a copy), or a new
+/// `{}` when the part has no args object (C11).
+fn part_args<'py>(
+    py: Python<'py>,
+    parts: &Bound<'py, PyList>,
+    i: usize,
+    has_args: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    if has_args {
+        parts
+            .get_item(i)?
+            .get_item(intern!(py, "functionCall"))?
+            .get_item(intern!(py, "args"))
+    } else {
+        Ok(PyDict::new(py).into_any())
     }
 }
 
@@ -193,15 +221,17 @@ impl Candidate {
     fn thought_text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
         self.thought_text_py(py)
     }
-    /// `[{"id", "name", "args"}]` of this candidate, in part order.
+    /// `[{"id", "name", "args"}]` of the calls the model finished, in part
+    /// order (C13: the calls that may be run).
     #[getter]
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.calls_list(py)
     }
-    /// Part indices of the streamed calls the model did not finish (C13).
+    /// `[{"id", "name", "args", "part"}]` of the streamed calls the model did
+    /// not finish, in part order: arguments so far, `part` indexes `parts` (C13).
     #[getter]
-    fn unfinished_calls(&self) -> Vec<usize> {
-        self.unfinished_of()
+    fn unfinished_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.unfinished_list(py)
     }
     /// Raw finish reason of this candidate, or None.
     #[getter]
@@ -319,16 +349,18 @@ impl AggregatedResponse {
     fn thought_text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
         self.first().thought_text_py(py)
     }
-    /// `[{"id", "name", "args"}]` of candidate 0, in part order.
+    /// `[{"id", "name", "args"}]` of the calls of candidate 0 the model
+    /// finished, in part order (C13: the calls that may be run).
     #[getter]
     fn function_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.first().calls_list(py)
     }
-    /// Part indices (into `parts`) of candidate 0's streamed calls that the
-    /// model did not finish: still open (`snapshot()`) or flushed by `close()` (C13).
+    /// Candidate 0's streamed calls the model did not finish, still open
+    /// (`snapshot()`) or flushed by `close()`: `[{"id", "name", "args", "part"}]`
+    /// with the arguments so far and `part` the index into `parts` (C13).
     #[getter]
-    fn unfinished_calls(&self) -> Vec<usize> {
-        self.first().unfinished_of()
+    fn unfinished_calls<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.first().unfinished_list(py)
     }
     /// Raw finish reason of candidate 0 (e.g. "STOP"), or None.
     #[getter]

@@ -106,7 +106,7 @@ class _TurnState:
         # E14: candidate 0's latest token, and output in an event after it.
         self.continuation_token: str | None = None
         self.output_after_token = False
-        self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C14)
+        self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C17)
 
     def apply(self, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
         """Fold event payload number ``i`` into the state (E1-E3, E7, E8).
@@ -313,7 +313,7 @@ class StreamAggregator:
             self._frame(frame, deltas if self._deltas else None, None)
         if self._bytes_seen > 0 and self._events_seen == 0:
             self._warnings.append(_diagnostic("no_event_found", bytes=self._bytes_seen))
-        _close_open_calls(self._state, deltas if self._deltas else None)
+        _close_open_calls(self._state)
         return _displayed(deltas) if self._display else deltas
 
     def hand_over(self) -> None:

@@ -1,7 +1,8 @@
-"""Function calls (C1-C16): complete calls, streamed calls, their routing, partial args and close."""
+"""Function calls (C1-C17): complete calls, streamed calls, their routing, partial args and close."""
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..._json import JSONObject, JSONValue, Part
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from . import _TurnState
     from .candidate import _CandidateState
 
-_MAX_OPEN_CALLS = 64  # C14: streamed calls open at once per candidate
+_PATH_SEARCH = 64  # C17: the open calls the C2.3 path search looks at, most recent first
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
 
 
@@ -72,6 +73,9 @@ def _function_call(
     call.touched = next(state.clock)
     if call.slot < 0:
         _open_call(state, cand, call, deltas)
+    else:  # C17: the most recently updated open call goes last in the recency order
+        del cand.open_calls[call]
+        cand.open_calls[call] = None
     _name_and_signature(state, cand, call, name, part.get("thoughtSignature"))
     args = fc.get("args")
     if isinstance(args, dict):
@@ -122,18 +126,15 @@ def _complete_call(
 def _open_call(
     state: _TurnState, cand: _CandidateState, call: _StreamedCall, deltas: list[Delta] | None
 ) -> None:
-    """C8: a new call reserves its slot at the end (ending the text run)."""
-    if len(cand.open_calls) == _MAX_OPEN_CALLS:  # C14: close the least recently updated
-        oldest = min(cand.open_calls, key=lambda c: c.touched)
-        state.warnings.append(
-            _diagnostic(
-                "open_call_limit", candidate=cand.index, part=oldest.slot, limit=_MAX_OPEN_CALLS
-            )
-        )
-        _close_call(state, cand, oldest, deltas)
+    """C8: a new call reserves its slot at the end (ending the text run).
+
+    RULE C14: however many calls are open, none is closed for room.
+    """
     call.slot = len(cand.slots)
     cand.slots.append(call)
-    cand.open_calls.append(call)
+    cand.open_calls[call] = None
+    if call.id is not None:
+        cand.open_by_id[call.id] = call
     cand.visible = True  # R5: a call start is visible output
     if deltas is not None:
         deltas.append(CallStart(cand.index, call.slot, call.id, call.name))
@@ -170,12 +171,14 @@ def _route(
     partial_args: list[JSONValue],
     max_array_index: int,
 ) -> _StreamedCall | None:
-    """C2: the call a streamed chunk belongs to; a new one has ``slot == -1``."""
+    """C2: the call a streamed chunk belongs to; a new one has ``slot == -1``.
+
+    RULE C17: by id through a map, by recency through the insertion order of
+    ``open_calls`` (most recent last); the path search looks at the 64 most recent.
+    """
     if call_id is not None:
-        for call in cand.open_calls:
-            if call.id == call_id:
-                return call
-        return _StreamedCall(-1, call_id, name)
+        found = cand.open_by_id.get(call_id)
+        return found if found is not None else _StreamedCall(-1, call_id, name)
     if name is not None:
         return _StreamedCall(-1, None, name)
     if not cand.open_calls:
@@ -188,10 +191,11 @@ def _route(
                 parsed = parse_json_path(path, max_array_index)
                 if isinstance(parsed, tuple):
                     paths.append(parsed)
-        holders = [c for c in cand.open_calls if any(_holds_value(c.args, path) for path in paths)]
-        if holders:
-            return max(holders, key=lambda c: c.touched)
-    return max(cand.open_calls, key=lambda c: c.touched)
+        if paths:
+            for call in islice(reversed(cand.open_calls), _PATH_SEARCH):
+                if any(_holds_value(call.args, path) for path in paths):
+                    return call
+    return next(reversed(cand.open_calls))
 
 
 def _partial_arg(
@@ -242,7 +246,10 @@ def _partial_arg(
 def _close_call(
     state: _TurnState, cand: _CandidateState, call: _StreamedCall, deltas: list[Delta] | None
 ) -> None:
-    cand.open_calls.remove(call)
+    """C6: a closed call leaves the open calls; ``deltas`` gets its ``CallEnd``."""
+    del cand.open_calls[call]
+    if call.id is not None:
+        del cand.open_by_id[call.id]
     if call.name is None:  # C6, C12: left out of parts, reported with its args
         state.warnings.append(
             _diagnostic(
@@ -257,12 +264,15 @@ def _close_call(
         deltas.append(CallEnd(cand.index, call.slot, _streamed_call_info(call)))
 
 
-def _close_open_calls(state: _TurnState, deltas: list[Delta] | None) -> None:
-    """C12: close every open call, in slot order, candidate by candidate."""
+def _close_open_calls(state: _TurnState) -> None:
+    """C12: close every open call, in slot order, candidate by candidate.
+
+    RULE C13: the calls flushed here are unfinished: no ``CallEnd`` (D5).
+    """
     for index in sorted(state.candidates):
         cand = state.candidates[index]
         for call in sorted(cand.open_calls, key=lambda c: c.slot):
-            _close_call(state, cand, call, deltas)
+            _close_call(state, cand, call, None)
 
 
 def _complete_call_info(fc: JSONObject) -> JSONObject:

@@ -25,6 +25,7 @@ class _CandidateState:
         "finish_reason",
         "index",
         "metadata",
+        "open_by_id",
         "open_calls",
         "slots",
         "visible",
@@ -33,7 +34,9 @@ class _CandidateState:
     def __init__(self, index: int) -> None:
         self.index = index
         self.slots: list[_Slot] = []
-        self.open_calls: list[_StreamedCall] = []
+        # C17: the open calls in recency order (most recently updated last), and by id.
+        self.open_calls: dict[_StreamedCall, None] = {}
+        self.open_by_id: dict[str, _StreamedCall] = {}
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
         self.metadata: JSONObject = {}
@@ -140,7 +143,7 @@ def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
     text: list[str] = []
     thought_text: list[str] = []
     calls: list[JSONObject] = []
-    unfinished: list[int] = []
+    unfinished: list[JSONObject] = []
     for slot in cand.slots:
         if isinstance(slot, _TextRun):
             s = slot.text()
@@ -159,10 +162,12 @@ def _render_candidate(cand: _CandidateState, *, fresh: bool) -> Candidate:
             part: Part = {"functionCall": call}
             if slot.signature is not None:
                 part["thoughtSignature"] = slot.signature
-            if not slot.finished:
-                unfinished.append(len(parts))
+            if slot.finished:
+                calls.append(_streamed_call_info(slot))
+            else:  # C13: shown with its arguments so far, never among the calls to run
+                info = {"id": slot.id, "name": slot.name, "args": call["args"]}
+                unfinished.append({**info, "part": len(parts)})
             parts.append(part)
-            calls.append(_streamed_call_info(slot))
     return Candidate(
         cand.index,
         parts,

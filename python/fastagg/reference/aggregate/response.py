@@ -100,7 +100,7 @@ class Candidate:
         finish_reason: str | None,
         finish_message: str | None,
         metadata: JSONObject,
-        unfinished_calls: list[int],
+        unfinished_calls: list[JSONObject],
     ) -> None:
         self._index = index
         self._unfinished_calls = unfinished_calls
@@ -140,13 +140,15 @@ class Candidate:
 
     @property
     def function_calls(self) -> list[JSONObject]:
-        """``[{"id", "name", "args"}]`` in part order (C11)."""
+        """``[{"id", "name", "args"}]`` of the calls the model finished, in part order
+        (C11, C13): the calls that may be run."""
         return self._function_calls
 
     @property
-    def unfinished_calls(self) -> list[int]:
-        """Part indices of the streamed calls the model did not finish (C13)."""
-        return list(self._unfinished_calls)
+    def unfinished_calls(self) -> list[JSONObject]:
+        """``[{"id", "name", "args", "part"}]`` of the streamed calls the model did not
+        finish, in part order: arguments so far, ``part`` indexes ``parts`` (C13)."""
+        return self._unfinished_calls
 
     @property
     def finish_reason(self) -> str | None:
@@ -249,13 +251,15 @@ class AggregatedResponse:
 
     @property
     def function_calls(self) -> list[JSONObject]:
-        """Function calls of candidate 0 in part order: ``{"id", "name", "args"}``."""
+        """The calls of candidate 0 the model finished, in part order: ``{"id", "name",
+        "args"}`` (C13: the calls that may be run)."""
         return self._first.function_calls if self._first is not None else []
 
     @property
-    def unfinished_calls(self) -> list[int]:
-        """Part indices (into ``parts``) of candidate 0's streamed calls that the model
-        did not finish: still open (``snapshot()``) or flushed by ``close()`` (C13)."""
+    def unfinished_calls(self) -> list[JSONObject]:
+        """Candidate 0's streamed calls the model did not finish, still open
+        (``snapshot()``) or flushed by ``close()``: ``{"id", "name", "args", "part"}``
+        with the arguments so far and ``part`` the index into ``parts`` (C13)."""
         return self._first.unfinished_calls if self._first is not None else []
 
     @property

@@ -49,7 +49,7 @@ class InteractionResponse:
     truncated: bool
     diagnostics: tuple[Diagnostic, ...]
     warnings: list[str]
-    unfinished_calls: list[int]
+    unfinished_calls: list[JSONObject]
     text: str
     thought_text: str
 

@@ -147,8 +147,8 @@ def _deep_copy(value: _T) -> _T:
     return orjson.loads(orjson.dumps(value)) if isinstance(value, (dict, list)) else value
 
 
-# What _Steps.render() gives: steps, function calls, unfinished call indices, text, thought text.
-_Rendered = tuple[list[JSONObject], list[JSONObject], list[int], str, str]
+# What _Steps.render() gives: steps, finished calls, unfinished calls, text, thought text.
+_Rendered = tuple[list[JSONObject], list[JSONObject], list[JSONObject], str, str]
 
 
 class _Steps:
@@ -252,7 +252,7 @@ class _Steps:
         """The steps in index order and what they add up to; I17 diagnostics when ``closing``."""
         steps: list[JSONObject] = []
         calls: list[JSONObject] = []
-        unfinished: list[int] = []
+        unfinished: list[JSONObject] = []
         text: list[str] = []
         thought: list[str] = []
         for index in sorted(self._by_index):
@@ -264,9 +264,12 @@ class _Steps:
             elif kind == "thought":
                 _collect(rendered, "summary", thought)
             elif kind == "function_call":
-                calls.append(step.call(rendered))
-            if step.unfinished():
-                unfinished.append(index)
+                # RULE C13: only a call the model finished may be run; the others are
+                # shown with their arguments so far and their step index.
+                if step.unfinished():
+                    unfinished.append({**step.call(rendered), "step": index})
+                else:
+                    calls.append(step.call(rendered))
             if closing and not step.stopped:
                 diagnostics.append(_diagnostic("ix_step_never_stopped", step=index, step_type=kind))
             steps.append(rendered)

@@ -1,5 +1,5 @@
 //! Function calls (C rules): complete calls (C1, C15), streamed calls routed
-//! (C2), their partial args applied (C4, C5, C9, C16), closed (C6, C12-C14).
+//! (C2, C17), their partial args applied (C4, C5, C9, C16), closed (C6, C12-C14).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use crate::diagnostics::Diagnostic;
 use crate::event::{partial_args_from_value, CallPeek, Items, PartialArgIn, Shaped};
 use crate::json_path::{self, PathError, Segment, Write, WriteError};
 
-/// At most this many streamed calls are open at once per candidate (C14).
-pub(super) const MAX_OPEN_CALLS: usize = 64;
+/// The C2.3 path search looks at this many open calls, most recent first (C17).
+pub(super) const PATH_SEARCH: usize = 64;
 
 #[derive(Debug, Clone)]
 pub(super) struct StreamedCall {
@@ -24,8 +24,8 @@ pub(super) struct StreamedCall {
     pub(super) name: Option<String>,
     pub(super) args: Map<String, Value>,
     pub(super) signature: Option<Value>,
-    /// Closed by `close()` or by the C14 limit, not by the model (C13).
-    pub(super) flushed: bool,
+    /// Closed by a chunk of the model, not flushed by `close()` (C13).
+    pub(super) finished: bool,
     /// Value of the aggregator's clock at the last chunk routed here (C10).
     pub(super) touched: u64,
     pub(super) slot: usize,
@@ -196,7 +196,7 @@ impl State {
         };
         let k = match route {
             Route::Existing(k) => k,
-            Route::New => cand.open_call(&chunk, ctx, deltas, &mut warnings),
+            Route::New => cand.open_call(&chunk, ctx, deltas),
         };
         cand.update_call(k, chunk, ctx, paths, deltas, &mut warnings);
         self.warnings.append(&mut warnings);
@@ -269,15 +269,17 @@ impl State {
     }
 
     pub(super) fn close_open_calls(&mut self, deltas: &mut Vec<Delta>) {
-        let want_ends = self.opts.deltas.all();
         let mut warnings = Vec::new();
         for pos in self.in_index_order() {
             let cand = &mut self.candidates[pos];
             let candidate = cand.index;
-            for k in std::mem::take(&mut cand.open) {
-                let call = &mut cand.calls[k];
-                call.flushed = true; // C13: the model never finished it
-                close_call(candidate, call, want_ends, deltas, &mut warnings);
+            cand.open_ids.clear();
+            // C12: in slot order, which is the order of `calls`.
+            let mut open: Vec<usize> = std::mem::take(&mut cand.recent).into_values().collect();
+            open.sort_unstable();
+            for k in open {
+                // RULE C13: the model never finished it: no `CallEnd` (D5).
+                close_call(candidate, &mut cand.calls[k], false, deltas, &mut warnings);
             }
         }
         self.warnings.append(&mut warnings);
@@ -290,51 +292,25 @@ pub(super) enum Route {
 }
 
 impl CandidateState {
-    /// A new streamed call for `chunk` (C3); at the C14 limit the least
-    /// recently updated open call is closed first. Returns its index in `calls`.
-    fn open_call(
-        &mut self,
-        chunk: &Chunk,
-        ctx: Ctx,
-        deltas: &mut Vec<Delta>,
-        warnings: &mut Vec<Diagnostic>,
-    ) -> usize {
+    /// A new streamed call for `chunk` (C3). Returns its index in `calls`.
+    /// RULE C14: however many calls are open, none is closed for room.
+    fn open_call(&mut self, chunk: &Chunk, ctx: Ctx, deltas: &mut Vec<Delta>) -> usize {
         let candidate = self.index;
-        if self.open.len() == MAX_OPEN_CALLS {
-            // RULE C14: the least recently updated open call is closed first.
-            let lru = self
-                .open
-                .iter()
-                .copied()
-                .min_by_key(|&k| self.calls[k].touched)
-                .unwrap_or_default();
-            warnings.push(Diagnostic::OpenCallLimit {
-                candidate,
-                part: self.calls[lru].slot,
-                limit: MAX_OPEN_CALLS as u64,
-            });
-            self.open.retain(|&k| k != lru);
-            self.calls[lru].flushed = true; // C13: closed by the limit, not the model
-            close_call(
-                candidate,
-                &mut self.calls[lru],
-                ctx.want_ends,
-                deltas,
-                warnings,
-            );
-        }
         self.run = None;
         self.visible = true; // R5: a call start is visible output
         let slot = self.slots.len();
         let k = self.calls.len();
-        self.open.push(k);
+        self.recent.insert(ctx.clock, k);
+        if let Some(id) = &chunk.id {
+            self.open_ids.insert(id.clone(), k);
+        }
         self.slots.push(Slot::Streamed(k));
         self.calls.push(StreamedCall {
             id: chunk.id.clone(),
             name: chunk.name.clone(),
             args: Map::new(),
             signature: None,
-            flushed: false,
+            finished: false,
             touched: ctx.clock,
             slot,
         });
@@ -363,7 +339,12 @@ impl CandidateState {
     ) {
         let candidate = self.index;
         let call = &mut self.calls[k];
-        call.touched = ctx.clock;
+        if call.touched != ctx.clock {
+            // C17: the call moves to the most recent end of the recency index.
+            self.recent.remove(&call.touched);
+            self.recent.insert(ctx.clock, k);
+            call.touched = ctx.clock;
+        }
         let slot = call.slot;
         if let Some(name) = chunk.name {
             match &call.name {
@@ -420,8 +401,12 @@ impl CandidateState {
             }
         }
         if !chunk.keeps_open {
+            call.finished = true; // C13: closed by the model
+            self.recent.remove(&call.touched);
+            if let Some(id) = &call.id {
+                self.open_ids.remove(id);
+            }
             close_call(candidate, call, ctx.want_ends, deltas, warnings);
-            self.open.retain(|&open| open != k);
         }
     }
 
@@ -434,22 +419,18 @@ impl CandidateState {
         max_index: usize,
         cache: &mut PathCache,
     ) -> Option<Route> {
-        // Only open calls are scanned, and C14 keeps them few.
-        let open = || self.open.iter().map(|&k| (k, &self.calls[k]));
-        let most_recent = |it: &mut dyn Iterator<Item = (usize, &StreamedCall)>| {
-            it.max_by_key(|(_, c)| c.touched).map(|(k, _)| k)
-        };
+        // RULE C17: open calls by id through a map, by recency through an
+        // ordered index; the path search looks at the most recent few.
         if let Some(id) = id {
-            let found = open()
-                .find(|(_, c)| c.id.as_deref() == Some(id))
-                .map(|(k, _)| k);
+            let found = self.open_ids.get(id).copied();
             return Some(found.map_or(Route::New, Route::Existing));
         }
         if has_name {
             return Some(Route::New);
         }
+        let most_recent = self.recent.values().next_back().copied();
         if partial_args.is_empty() {
-            return most_recent(&mut open()).map(Route::Existing);
+            return most_recent.map(Route::Existing);
         }
         let paths: Vec<Arc<[Segment]>> = partial_args
             .iter()
@@ -462,13 +443,20 @@ impl CandidateState {
             })
             .filter_map(|path| cache.parse(path, max_index).ok())
             .collect();
-        let holding = most_recent(
-            &mut open().filter(|(_, c)| paths.iter().any(|p| json_path::holds_value(&c.args, p))),
-        );
-        Some(match holding.or_else(|| most_recent(&mut open())) {
-            Some(k) => Route::Existing(k),
-            None => Route::New,
-        })
+        let holding = if paths.is_empty() {
+            None
+        } else {
+            self.recent
+                .values()
+                .rev()
+                .take(PATH_SEARCH)
+                .copied()
+                .find(|&k| {
+                    let args = &self.calls[k].args;
+                    paths.iter().any(|p| json_path::holds_value(args, p))
+                })
+        };
+        Some(holding.or(most_recent).map_or(Route::New, Route::Existing))
     }
 }
 

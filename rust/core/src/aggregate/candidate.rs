@@ -1,7 +1,7 @@
 //! Candidate state (E4 index order, E5 metadata, E7 candidate shapes) and
 //! its rendering into a `CandidateResult`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -98,8 +98,11 @@ pub(super) struct CandidateState {
     pub(super) metadata: Map<String, Value>,
     /// E9a: identities of the kept citation entries, per list key.
     pub(super) citation_seen: HashMap<String, HashSet<String>>,
-    /// Indices into `calls` of the open calls, in slot order (C14).
-    pub(super) open: Vec<usize>,
+    /// C17: the open calls by recency: the clock of the last chunk routed
+    /// to each (unique per chunk) -> its index into `calls`.
+    pub(super) recent: BTreeMap<u64, usize>,
+    /// C17: the open calls that have an id, by id (unique among open calls, C2.1).
+    pub(super) open_ids: HashMap<String, usize>,
     /// R5: answer text or a function call came (`visible_output`).
     pub(super) visible: bool,
 }
@@ -115,7 +118,8 @@ impl CandidateState {
             finish_message: None,
             metadata: Map::new(),
             citation_seen: HashMap::new(),
-            open: Vec::new(),
+            recent: BTreeMap::new(),
+            open_ids: HashMap::new(),
             visible: false,
         }
     }
@@ -157,12 +161,14 @@ impl CandidateState {
                     let Some(call) = calls.get_mut(k).and_then(Option::take) else {
                         continue;
                     };
-                    let unfinished = call.flushed || self.open.contains(&k);
+                    let finished = call.finished;
                     if let Some(part) = call.into_part() {
-                        if unfinished {
+                        // RULE C13: only a call the model finished may be run.
+                        if finished {
+                            out.call_parts.push(out.parts.len());
+                        } else {
                             out.unfinished_calls.push(out.parts.len());
                         }
-                        out.call_parts.push(out.parts.len());
                         out.parts.push(Part::Value(part));
                     }
                 }

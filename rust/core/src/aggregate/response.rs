@@ -17,7 +17,8 @@ pub struct CandidateResult {
     pub parts: Vec<Part>,
     pub text: String,
     pub thought_text: String,
-    /// Indices into `parts` of the function-call parts (C11), in part order.
+    /// Indices into `parts` of the calls the model finished (C11, C13), in
+    /// part order: `function_calls`.
     pub call_parts: Vec<usize>,
     /// Indices into `parts` of the streamed calls the model did not finish (C13).
     pub unfinished_calls: Vec<usize>,
@@ -247,12 +248,34 @@ pub(super) fn call_ref(fc: Option<&Value>) -> CallRef<'_> {
 }
 
 impl CandidateResult {
-    /// The function calls of this candidate, in part order (C11).
+    /// The calls of this candidate the model finished, in part order (C11, C13).
     pub fn function_calls(&self) -> impl Iterator<Item = CallRef<'_>> {
         self.call_parts
             .iter()
             .filter_map(|&i| self.parts.get(i))
             .map(Part::call)
+    }
+
+    /// The streamed calls the model did not finish, in part order, each with
+    /// the index of its part (C13).
+    pub fn unfinished(&self) -> impl Iterator<Item = (usize, CallRef<'_>)> {
+        self.unfinished_calls
+            .iter()
+            .filter_map(|&i| self.parts.get(i).map(|part| (i, part.call())))
+    }
+
+    /// `unfinished_calls` as values: `{"id", "name", "args", "part"}` (C13).
+    #[must_use]
+    pub fn unfinished_values(&self) -> Vec<Value> {
+        self.unfinished()
+            .map(|(i, call)| {
+                let mut value = call.to_value();
+                if let Value::Object(map) = &mut value {
+                    map.insert("part".into(), Value::from(i));
+                }
+                value
+            })
+            .collect()
     }
 
     /// The parts as trees.

@@ -1,6 +1,5 @@
 //! Tests of the aggregation pipeline through `Aggregator` (rules named per test).
 
-use super::calls::MAX_OPEN_CALLS;
 use super::*;
 use proptest::prelude::*;
 use serde_json::json;
@@ -30,7 +29,7 @@ impl CandidateResult {
 }
 
 #[test]
-fn e11_routing_sees_only_open_calls_and_at_most_64() {
+fn e11_routing_state_holds_only_open_calls() {
     let mut agg = Aggregator::new(Options::default());
     let mut deltas = Vec::new();
     let call = |name: bool, more: bool| {
@@ -49,17 +48,64 @@ fn e11_routing_sees_only_open_calls_and_at_most_64() {
             json!({"candidates": [{"content": {"parts": [{"functionCall": {}}]}}]}),
         ]);
         assert_eq!(agg.feed(&body, &mut deltas), Ok(vec![]));
-        assert!(agg.state.candidates[0].open.is_empty());
+        assert!(agg.state.candidates[0].recent.is_empty());
     }
-    // Calls left open: never more than 64 (C14).
+    // Calls left open: all of them stay open (C14), none closed for room.
     for _ in 0..200 {
         assert_eq!(agg.feed(&sse(&[call(true, true)]), &mut deltas), Ok(vec![]));
     }
-    assert_eq!(agg.state.candidates[0].open.len(), MAX_OPEN_CALLS);
+    assert_eq!(agg.state.candidates[0].recent.len(), 200);
+    assert!(agg.state.candidates[0].open_ids.is_empty()); // none had an id
     assert_eq!(agg.state.candidates[0].calls.len(), 700);
     let result = agg.close();
-    assert_eq!(result.candidates[0].call_parts.len(), 700);
-    assert_eq!(result.warnings().len(), 136);
+    assert_eq!(result.candidates[0].call_parts.len(), 500);
+    assert_eq!(result.candidates[0].unfinished_calls.len(), 200);
+    assert_eq!(result.warnings().len(), 0);
+}
+
+#[test]
+fn c17_ten_thousand_interleaved_calls_route_by_id_and_recency() {
+    let n = 10_000;
+    let fc = |v: Value| parts_event(json!([{ "functionCall": v }]));
+    let mut agg = Aggregator::new(Options::default());
+    let mut deltas = Vec::new();
+    let mut body = Vec::new();
+    for i in 0..n {
+        body.extend(sse(&[fc(
+            json!({"id": format!("c{i}"), "name": "f", "willContinue": true}),
+        )]));
+    }
+    for i in 0..n {
+        body.extend(sse(&[fc(json!({
+            "id": format!("c{i}"), "willContinue": true,
+            "partialArgs": [{"jsonPath": "$.n", "numberValue": i}]
+        }))]));
+    }
+    assert_eq!(agg.feed(&body, &mut deltas), Ok(vec![]));
+    let cand = &agg.state.candidates[0];
+    assert_eq!((cand.recent.len(), cand.open_ids.len()), (n, n));
+    // The most recently updated is the last one a fragment reached.
+    assert_eq!(cand.recent.values().next_back(), Some(&(n - 1)));
+    let mut end = Vec::new();
+    for i in (0..n).rev() {
+        end.extend(sse(&[fc(json!({"id": format!("c{i}")}))]));
+    }
+    assert_eq!(agg.feed(&end, &mut deltas), Ok(vec![]));
+    assert!(agg.state.candidates[0].recent.is_empty());
+    let result = agg.close();
+    let first = result
+        .first()
+        .cloned()
+        .unwrap_or_else(CandidateResult::new_empty);
+    let calls: Vec<Value> = first.function_calls().map(|c| c.to_value()).collect();
+    assert_eq!(calls.len(), n);
+    for (i, call) in calls.iter().enumerate() {
+        assert_eq!(
+            call,
+            &json!({"id": format!("c{i}"), "name": "f", "args": {"n": i}})
+        );
+    }
+    assert!(result.warnings().is_empty());
 }
 
 #[allow(clippy::needless_pass_by_value)] // called with json! literals
@@ -137,8 +183,15 @@ fn c13_only_a_call_flushed_at_close_is_unfinished() {
         parts_event(json!([{"functionCall": {"name": "b", "willContinue": true}}])),
     ]);
     assert_eq!(
-        res.first().map(|c| c.unfinished_calls.clone()),
-        Some(vec![1])
+        res.first()
+            .map(|c| (c.call_parts.clone(), c.unfinished_calls.clone())),
+        Some((vec![0], vec![1]))
+    );
+    assert_eq!(
+        res.first().map(CandidateResult::unfinished_values),
+        Some(vec![
+            json!({"id": null, "name": "b", "args": {}, "part": 1})
+        ])
     );
     let ended: Vec<usize> = deltas
         .iter()

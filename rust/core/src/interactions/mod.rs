@@ -42,10 +42,12 @@ pub struct IxResponse {
     pub truncated: bool,
     /// X3: what was skipped, repaired or dropped, in order.
     pub diagnostics: Vec<Diagnostic>,
-    pub unfinished_calls: Vec<u32>,
+    /// C13: `{"id", "name", "args", "step"}` of each call step the model did
+    /// not finish or whose arguments did not parse (I16, I17), index order.
+    pub unfinished_calls: Vec<Value>,
     pub text: String,
     pub thought_text: String,
-    /// `{"id", "name", "args"}` per call step, index order.
+    /// `{"id", "name", "args"}` per call step the model finished (C13), index order.
     pub function_calls: Vec<Value>,
 }
 
@@ -666,11 +668,17 @@ impl State {
             match step.step_type() {
                 Some("model_output") => collect_text(&rendered, "content", &mut out.text),
                 Some("thought") => collect_text(&rendered, "summary", &mut out.thought_text),
+                // RULE C13: only a call the model finished may be run; the
+                // others are shown with their arguments so far and their step.
+                Some("function_call") if step.unfinished() => {
+                    let mut call = step.call(&rendered);
+                    if let Value::Object(map) = &mut call {
+                        map.insert("step".into(), Value::from(index));
+                    }
+                    out.unfinished_calls.push(call);
+                }
                 Some("function_call") => out.function_calls.push(step.call(&rendered)),
                 _ => {}
-            }
-            if step.unfinished() {
-                out.unfinished_calls.push(index);
             }
             if closing && !step.stopped {
                 out.diagnostics.push(Diagnostic::IxStepNeverStopped {
