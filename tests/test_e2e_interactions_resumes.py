@@ -6,11 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastagg import GeminiClient
-from fastagg.events import Lifecycle
+from fastagg.events import Lifecycle, ToolCallDelta
 from fastagg.limits import StopReason
 from fastagg.loop import run_turn
 from fastagg.testing import FakeGemini, InteractionTurn
-from fastagg.testing.fake_interactions import text_step
+from fastagg.testing.fake_interactions import (
+    arguments_step,
+    checkpoint_event,
+    text_step,
+    thought_step,
+)
 
 USER = [{"role": "user", "parts": [{"text": "Write the manual."}]}]
 USAGE = {"total_input_tokens": 20, "total_output_tokens": 5}
@@ -122,3 +127,224 @@ async def test_i26_the_resume_count_starts_again_at_each_hop() -> None:
         "continuation",
         *["stream-resume"] * 3,
     ]
+
+
+# -- I29: a stateless resume (or a hop) inside a call step finishes that call ---------------
+
+CITY = "Paris, Ile-de-France"
+STATELESS = {"store": False}
+SIGNATURE = "EqQBCqEBAY89a1=="
+WEATHER_USER = [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]
+WEATHER_INPUT = [{"type": "user_input", "content": [{"type": "text", "text": "Weather in Paris?"}]}]
+
+
+class Weather:
+    """A ``get_weather`` tool that records every city it was run with."""
+
+    def __init__(self) -> None:
+        self.cities: list[str] = []
+
+    def get_weather(self, city: str) -> str:
+        """Current weather for a city."""
+        self.cities.append(city)
+        return "18 C, clear"
+
+
+def arguments(index: int, text: str) -> dict[str, Any]:
+    return {
+        "event_type": "step.delta",
+        "index": index,
+        "delta": {"type": "arguments_delta", "arguments": text},
+    }
+
+
+def stop(index: int) -> dict[str, Any]:
+    return {"event_type": "step.stop", "index": index}
+
+
+# created, the thought step (4 events), the call's start and first fragment, the checkpoint
+# covering them: the connection drops there, inside the call's arguments.
+CALL_CUT = [
+    *thought_step(0, SIGNATURE, "Looking it up"),
+    *arguments_step(1, "fc1", "get_weather", '{"city":"Paris, Ile')[:2],
+    checkpoint_event("ck-1"),
+]
+SUNNY = InteractionTurn(text_step(0, "Sunny in Paris."), usage=USAGE)
+THE_CALL = {
+    "type": "function_call",
+    "id": "fc1",
+    "name": "get_weather",
+    "arguments": {"city": CITY},
+}
+
+
+def cut(**faults: Any) -> InteractionTurn:
+    return InteractionTurn(CALL_CUT, status="requires_action", drop_after=8, **faults)
+
+
+def sent_bodies(server: FakeGemini) -> list[dict[str, Any]]:
+    records = server.interactions.records  # type: ignore[union-attr]
+    return [{k: v for k, v in (r[3] or {}).items() if k != "tools"} for r in records]
+
+
+async def resumed_turn(
+    resumed: InteractionTurn, *rest: InteractionTurn, config: dict[str, Any] | None = None
+) -> tuple[Any, Weather, list[Any], list[dict[str, Any]]]:
+    weather = Weather()
+    events: list[Any] = []
+    script = [cut(), resumed, *rest]
+    async with FakeGemini([], interactions=script) as server, client(server) as model:
+        result = await run_turn(
+            model,
+            WEATHER_USER,
+            tools=[weather.get_weather],
+            config=STATELESS if config is None else config,
+            on_event=events.append,
+        )
+        sent = sent_bodies(server)
+    return result, weather, events, sent
+
+
+async def test_i29_a_stateless_resume_inside_a_call_finishes_that_call() -> None:
+    # The resumed interaction carries on after ck-1: the rest of the argument text, for a
+    # step it never started (its steps count from 0 again, I11).
+    resumed = InteractionTurn(
+        [arguments(0, '-de-France"}'), stop(0)], status="requires_action", usage=USAGE
+    )
+    result, weather, events, sent = await resumed_turn(resumed, SUNNY)
+    assert weather.cities == [CITY]
+    assert (result.stop_reason, result.finish_reason, result.text) == (
+        StopReason.COMPLETED,
+        "stop",
+        "Sunny in Paris.",
+    )
+    assert (result.retries["malformed"], result.tool_call_count, result.hops) == (0, 1, 0)
+    assert [phase for phase, _ in lifecycle(events)] == ["continuation-resume"]
+    hop = {"model": "gemini-3.8-flash", "store": False, "stream": True}
+    assert sent[:2] == [
+        {**hop, "input": WEATHER_INPUT},
+        {**hop, "input": WEATHER_INPUT, "continuation_token": "ck-1"},
+    ]
+    # I24: the next request resends the model's steps verbatim: one call, its whole arguments.
+    thought = {
+        "type": "thought",
+        "summary": [{"type": "text", "text": "Looking it up"}],
+        "signature": SIGNATURE,
+    }
+    answered = {
+        "type": "function_result",
+        "call_id": "fc1",
+        "name": "get_weather",
+        "result": "18 C, clear",
+    }
+    assert sent[2] == {**hop, "input": [*WEATHER_INPUT, thought, THE_CALL, answered]}
+    deltas = [
+        (e.part, e.name, e.json_path, e.value) for e in events if isinstance(e, ToolCallDelta)
+    ]
+    assert deltas == [
+        (1, "get_weather", None, None),
+        (1, "get_weather", "$.city", "Paris, Ile"),
+        (1, "get_weather", "$.city", "-de-France"),
+    ]
+    assert result.usage_by_step == [{}, USAGE, USAGE]
+
+
+async def test_i29_a_resumed_stream_that_starts_the_call_again_by_its_id_continues_it() -> None:
+    again = {
+        "event_type": "step.start",
+        "index": 0,
+        "step": {"type": "function_call", "id": "fc1", "name": "get_weather", "arguments": {}},
+    }
+    resumed = InteractionTurn(
+        [again, arguments(0, '-de-France"}'), stop(0)], status="requires_action"
+    )
+    result, weather, events, _ = await resumed_turn(resumed, SUNNY)
+    assert weather.cities == [CITY]
+    assert (result.stop_reason, result.retries["malformed"]) == (StopReason.COMPLETED, 0)
+    assert [phase for phase, _ in lifecycle(events)] == ["continuation-resume"]
+    # The repeated start is not applied again: no I10 warning, the call shown once.
+    deltas = [(e.part, e.json_path) for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas == [(1, None), (1, "$.city"), (1, "$.city")]
+
+
+async def test_i30_a_resume_that_never_finishes_the_call_runs_no_tool() -> None:
+    resumed = InteractionTurn(text_step(0, "It is sunny."), status="completed")
+    retried = InteractionTurn(
+        [
+            *thought_step(0, SIGNATURE),
+            *arguments_step(1, "fc2", "get_weather", '{"city":"Paris, Ile-de-France"}'),
+        ],
+        status="requires_action",
+    )
+    result, weather, events, sent = await resumed_turn(resumed, retried, SUNNY)
+    assert weather.cities == [CITY]  # only the retry's whole call ran
+    assert (result.stop_reason, result.retries["malformed"]) == (StopReason.COMPLETED, 1)
+    assert [phase for phase, _ in lifecycle(events)] == ["continuation-resume", "malformed-retry"]
+    assert [b.get("continuation_token") for b in sent] == [None, "ck-1", None, None]
+
+
+async def test_i29_a_call_open_at_the_end_of_a_stored_hop_is_finished_by_the_next_hop() -> None:
+    hop_1 = InteractionTurn(
+        CALL_CUT[:-1],
+        status="requires_continuation",
+        continuation_token="tok-1",
+        usage=USAGE,
+    )
+    hop_2 = InteractionTurn(
+        [arguments(0, '-de-France"}'), stop(0)], status="requires_action", usage=USAGE
+    )
+    weather = Weather()
+    events: list[Any] = []
+    async with (
+        FakeGemini([], interactions=[hop_1, hop_2, SUNNY]) as server,
+        client(server) as model,
+    ):
+        result = await run_turn(
+            model, WEATHER_USER, tools=[weather.get_weather], on_event=events.append
+        )
+        sent = sent_bodies(server)
+    assert weather.cities == [CITY]
+    assert (result.stop_reason, result.hops, result.retries["malformed"]) == (
+        StopReason.COMPLETED,
+        1,
+        0,
+    )
+    # I24: the stored turn goes on from the last hop's interaction.
+    assert sent[2]["previous_interaction_id"] == "v1_fake2"
+    assert sent[2]["input"] == [
+        {
+            "type": "function_result",
+            "call_id": "fc1",
+            "name": "get_weather",
+            "result": "18 C, clear",
+        }
+    ]
+
+
+async def test_i29_a_hop_that_drops_after_continuing_the_call_resumes_after_those_events() -> None:
+    hop_1 = InteractionTurn(
+        CALL_CUT[:-1], status="requires_continuation", continuation_token="tok-1"
+    )
+    # Events: e0 created, e1 the rest of the arguments, e2 the call's stop, e3 completed;
+    # the stream drops after e2: the resume asks for what follows the continuing events.
+    hop_2 = InteractionTurn(
+        [arguments(0, '-de-France"}'), stop(0)], status="requires_action", drop_after=3
+    )
+    weather = Weather()
+    events: list[Any] = []
+    async with (
+        FakeGemini([], interactions=[hop_1, hop_2, SUNNY]) as server,
+        client(server) as model,
+    ):
+        result = await run_turn(
+            model, WEATHER_USER, tools=[weather.get_weather], on_event=events.append
+        )
+        sent = requests(server)
+    assert weather.cities == [CITY]
+    assert (result.stop_reason, result.hops, result.retries["malformed"]) == (
+        StopReason.COMPLETED,
+        1,
+        0,
+    )
+    assert sent == [("POST", None), ("POST", None), ("GET", "v1_fake2-e2"), ("POST", None)]
+    assert [phase for phase, _ in lifecycle(events)] == ["continuation", "stream-resume"]

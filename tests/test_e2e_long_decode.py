@@ -8,11 +8,11 @@ import math
 from typing import Any
 
 from fastagg import GeminiClient
-from fastagg.events import Lifecycle, StepEnd, TextDelta
+from fastagg.events import Lifecycle, StepEnd, TextDelta, ToolCallDelta, ToolCallStart
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import run_turn
 from fastagg.testing import FakeGemini, Step
-from fastagg.testing.chunks import chunk, text, usage
+from fastagg.testing.chunks import call, chunk, signature, text, usage
 
 USER = [{"role": "user", "parts": [{"text": "Write the manual."}]}]
 
@@ -253,3 +253,163 @@ async def test_l63_a_hop_whose_first_byte_is_late_ends_the_turn_stalled() -> Non
     assert (result.stop_reason, result.hops, sent) == (StopReason.STALLED, 1, 2)
     assert result.text == f"one \n\n{result.message}"
     assert result.usage_by_step == [usage(7, 3), {}]
+
+
+# -- L90, L91: a call split by a drop or a hop is one call ---------------------------------
+
+SIG = signature("paris")
+CITY = "Paris, Ile-de-France"
+WEATHER_USER = [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]
+
+
+class Weather:
+    """A ``get_weather`` tool that records every city it was run with."""
+
+    def __init__(self) -> None:
+        self.cities: list[str] = []
+
+    def get_weather(self, city: str) -> str:
+        """Current weather for a city."""
+        self.cities.append(city)
+        return "18 C, clear"
+
+
+def fragment(value: str, *, more: bool) -> dict[str, Any]:
+    """A streamed call's chunk part: a piece of ``$.city`` (``more``: the string goes on)."""
+    arg: dict[str, Any] = {"jsonPath": "$.city", "stringValue": value}
+    if more:
+        arg["willContinue"] = True
+    return {"functionCall": {"partialArgs": [arg], "willContinue": True}}
+
+
+CALL_OPENS = chunk(call("get_weather", None, id="fc1", signature=SIG, will_continue=True))
+# The call is open when the connection drops: "Paris, Ile" is covered by the checkpoint c1.
+CUT_IN_THE_CALL = Step(
+    chunks=[
+        CALL_OPENS,
+        chunk(fragment("Paris, Ile", more=True), continuation_token="c1", usage=usage(10, 3)),
+    ],
+    drop_after=2,
+)
+# The resumed stream carries on after c1: the rest of the string, the call's end, STOP.
+CALL_FINISHED = Step(
+    chunks=[
+        chunk(fragment("-de-France", more=False)),
+        chunk({"functionCall": {}}, finish_reason="STOP", usage=usage(13, 4)),
+    ]
+)
+SUNNY = Step(chunks=[chunk(text("Sunny in Paris."), finish_reason="STOP", usage=usage(30, 4))])
+WHOLE_CALL = {
+    "functionCall": {"id": "fc1", "name": "get_weather", "args": {"city": CITY}},
+    "thoughtSignature": SIG,
+}
+
+
+def call_deltas(events: list[Any]) -> list[tuple[int, str | None, str | None, Any]]:
+    return [(e.part, e.name, e.json_path, e.value) for e in events if isinstance(e, ToolCallDelta)]
+
+
+async def test_l90_a_resume_inside_a_streamed_call_finishes_that_call() -> None:
+    weather = Weather()
+    events: list[Any] = []
+    script = [CUT_IN_THE_CALL, CALL_FINISHED, SUNNY]
+    async with FakeGemini(script) as server, client(server) as model:
+        result = await run_turn(
+            model, WEATHER_USER, tools=[weather.get_weather], on_event=events.append
+        )
+        tokens = [b.get("continuationToken") for b in server.requests]
+    assert weather.cities == [CITY]
+    assert (result.stop_reason, result.finish_reason, result.text) == (
+        StopReason.COMPLETED,
+        "stop",
+        "Sunny in Paris.",
+    )
+    assert (tokens, result.hops, result.tool_call_count) == ([None, "c1", None], 0, 1)
+    assert result.contents[1] == {"role": "model", "parts": [WHOLE_CALL]}
+    assert result.usage_by_step == [usage(10, 3), usage(13, 4), usage(30, 4)]
+    assert phases(events) == ["continuation-resume"]
+    # The resumed fragment is shown as a piece of the call the user saw start (L30).
+    assert call_deltas(events) == [
+        (0, "get_weather", None, None),
+        (0, "get_weather", "$.city", "Paris, Ile"),
+        (0, "get_weather", "$.city", "-de-France"),
+    ]
+    starts = [(e.id, e.name, e.args) for e in events if isinstance(e, ToolCallStart)]
+    assert starts == [("fc1", "get_weather", {"city": CITY})]
+
+
+async def test_l91_a_resume_that_never_finishes_the_call_runs_no_tool() -> None:
+    weather = Weather()
+    events: list[Any] = []
+    # The resumed stream answers in text and stops: the call stays cut at "Paris, Ile".
+    no_call = Step(chunks=[chunk(text("It is sunny."), finish_reason="STOP")])
+    retried = Step(
+        chunks=[
+            chunk(
+                call("get_weather", {"city": CITY}, id="fc2", signature=SIG),
+                finish_reason="STOP",
+            )
+        ]
+    )
+    script = [CUT_IN_THE_CALL, no_call, retried, SUNNY]
+    async with FakeGemini(script) as server, client(server) as model:
+        result = await run_turn(
+            model, WEATHER_USER, tools=[weather.get_weather], on_event=events.append
+        )
+        tokens = [b.get("continuationToken") for b in server.requests]
+    assert weather.cities == [CITY]  # only the retry's whole call ran
+    assert (result.stop_reason, result.text, result.retries["malformed"]) == (
+        StopReason.COMPLETED,
+        "Sunny in Paris.",
+        1,
+    )
+    assert tokens == [None, "c1", None, None]
+    cut = "L32: the stream ended inside the call 'get_weather' (part 0); it was not run"
+    lifecycle = [(e.phase, e.detail) for e in events if isinstance(e, Lifecycle)]
+    assert [p for p, _ in lifecycle] == ["continuation-resume", "malformed-retry"]
+    assert lifecycle[1][1] == cut
+    ends = [(e.raw_finish_reason, e.outcome) for e in events if isinstance(e, StepEnd)]
+    assert ends == [("STOP", "malformed"), ("STOP", "tool-calls"), ("STOP", "answer")]
+
+
+async def test_l91_a_resume_that_never_finishes_the_call_is_reported_when_retries_run_out() -> None:
+    weather = Weather()
+    no_call = Step(chunks=[chunk(text("It is sunny."), finish_reason="STOP")])
+    limits = TurnLimits(malformed_retries=0)
+    async with FakeGemini([CUT_IN_THE_CALL, no_call]) as server, client(server) as model:
+        result = await run_turn(model, WEATHER_USER, tools=[weather.get_weather], limits=limits)
+    assert weather.cities == []
+    assert result.stop_reason is StopReason.PROVIDER_ERROR
+    assert result.error is not None
+    assert (result.error.kind, result.error.code) == ("malformed", "UNFINISHED_FUNCTION_CALL")
+    assert result.contents == WEATHER_USER
+
+
+async def test_l90_a_call_open_at_the_end_of_a_hop_is_finished_by_the_next_hop() -> None:
+    weather = Weather()
+    events: list[Any] = []
+    hop_1 = Step(
+        chunks=[
+            CALL_OPENS,
+            chunk(
+                fragment("Paris, Ile", more=True),
+                finish_reason="CONTINUATION",
+                continuation_token="h1",
+                usage=usage(10, 3),
+            ),
+        ]
+    )
+    script = [hop_1, CALL_FINISHED, SUNNY]
+    async with FakeGemini(script) as server, client(server) as model:
+        result = await run_turn(
+            model, WEATHER_USER, tools=[weather.get_weather], on_event=events.append
+        )
+        tokens = [b.get("continuationToken") for b in server.requests]
+    assert weather.cities == [CITY]
+    assert (result.stop_reason, result.hops, tokens) == (
+        StopReason.COMPLETED,
+        1,
+        [None, "h1", None],
+    )
+    assert result.contents[1] == {"role": "model", "parts": [WHOLE_CALL]}
+    assert phases(events) == ["continuation"]

@@ -4,7 +4,8 @@ through its long-decode hops and resumes (L56-L62, I26).
 :class:`ModelStream` drives one request of a step: a hop that ends with a
 continuation token is followed by the same request with the token, a drop
 after a checkpoint token (or of a stored interaction) is resumed, and the
-segments read are one result (:class:`~fastagg.continuation.Hops`).
+segments read are one result (:class:`~fastagg.continuation.Hops`): a call
+one segment left open is continued by the next (:class:`_Carry`, L90, I29).
 :func:`_read_body` reads one response body into an aggregator.
 """
 
@@ -15,8 +16,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from .. import ArgDelta
 from .._json import Request
-from ..continuation import MAX_HOPS, MAX_RESUMES, Hops, checkpoint_token, hop_request, hop_token
+from ..continuation import (
+    MAX_HOPS,
+    MAX_RESUMES,
+    CallCarry,
+    Hops,
+    StepCarry,
+    checkpoint_token,
+    hop_request,
+    hop_token,
+)
 from ..errors import MalformedStreamError, ProviderError
 from ..events import Phase
 from ..model import ModelClient
@@ -24,7 +35,7 @@ from .clock import TurnClock
 from .emit import DeltaEvents
 from .messages import describe
 from .usage import UsageMeter
-from .wire import Wire
+from .wire import InteractionsWire, Wire
 
 Body = AbstractAsyncContextManager[AsyncIterator[bytes]]
 #: Lifecycle(phase, step, detail=...) of the turn.
@@ -63,16 +74,18 @@ class ModelStream:
         its own request's (L61), a cut-off one's too (L20).
         """
         wire, step = self.wire, events.step
+        carry = _Carry(wire)
         visible = False
         sent, wait = request, timeout
         hop = 1
         resumes = 0
         while True:
             agg = wire.aggregator(events.emit.active)
+            feeder, sink = carry.start(agg, events)
             body = self.model.stream(sent, timeout=wait)
             while True:
                 try:
-                    error, seen = await _read_body(body, agg, wire, self.clock, events)
+                    error, seen = await _read_body(body, feeder, wire, self.clock, sink)
                     clock = self.clock
                     if clock.cause is not None or clock.caller_cancelled:  # L71: no frame
                         # H14: cancelled, and the cancellation swallowed below (a model
@@ -85,38 +98,37 @@ class ModelStream:
                     # aggregate.
                     if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
                         resumes += 1
-                        agg.reconnect()
+                        feeder.reconnect()
                         detail = _resumed(error, resumes)
                         wait = await self._next("stream-resume", step, detail, timeout)
                         body = self.model.resume(  # type: ignore[attr-defined]
                             partial.interaction_id, partial.last_event_id, timeout=wait
                         )
                         continue
+                    if carry.steps is not None and error is None:  # I29: the body's last event
+                        visible = await sink.deliver(feeder.flush()) or visible
                 except asyncio.CancelledError:  # L63: this aggregate's part, cut where it is
-                    segments.append(wire.result(agg.snapshot()))
+                    carry.cut(segments, agg)
                     self.usage.record(segments[-1].usage)
                     raise
                 break
-            result = wire.result(agg.close())
+            keep = carry.end(segments, agg, error, hop, resumes)
+            result = segments[-1]
             self.usage.record(result.usage)  # L61: each hop's usage is its own request's
-            segments.append(result)
-            if error is not None:
+            if not _follows(result, error, hop, resumes):
                 # L64: an error ends the hops, unless L59 resumes from the checkpoint that
-                # covers everything received (L80).
-                token = checkpoint_token(result) if dropped else None
-                if token is None or resumes >= MAX_RESUMES:
-                    return view(segments), error, visible
+                # covers everything received (L80); L61: the last hop is classified as it is.
+                return view(segments), error, visible
+            carry.hand_on(agg, keep, segments)  # L90, I29: the calls this segment left open
+            if error is not None:
                 resumes += 1
-                sent = hop_request(request, result, token)
+                sent = hop_request(request, result, checkpoint_token(result) or "")
                 detail = _resumed(error, resumes)
                 wait = await self._next("continuation-resume", step, detail, timeout)
                 continue
-            token = hop_token(result)
-            if token is None or hop >= MAX_HOPS:  # L61: the last hop is classified as it is
-                return view(segments), None, visible
             hop += 1
             resumes = 0
-            sent = hop_request(request, result, token)  # L58: never the partial output
+            sent = hop_request(request, result, hop_token(result) or "")  # L58: not the output
             wait = await self._next("continuation", step, f"L56: hop {hop} of step {step}", timeout)
             self.hops += 1
 
@@ -132,6 +144,15 @@ class ModelStream:
         await self.clock.take_pending()
         left = self.clock.call_timeout()
         return left if timeout is None else timeout if left is None else min(timeout, left)
+
+
+def _follows(result: Any, error: ProviderError | None, hop: int, resumes: int) -> bool:
+    """Whether another request of this step follows ``result``: L59's resume after a drop
+    from the checkpoint that covers everything received (L80), or L56's next hop (L61)."""
+    if error is not None:
+        dropped = error.kind in _DROPS
+        return dropped and resumes < MAX_RESUMES and checkpoint_token(result) is not None
+    return hop < MAX_HOPS and hop_token(result) is not None
 
 
 def view(segments: list[Any]) -> Any:
@@ -241,3 +262,93 @@ class _Sink:
         deltas = self.feed(chunk)
         if deltas and not self.seen:
             self.seen = self.events.seen(deltas)
+
+
+class _Carry:
+    """What a segment of a step hands the next one (L90, I29): the calls it left open.
+
+    On generateContent a :class:`CallCarry` (the next aggregator starts with them);
+    on Interactions a :class:`StepCarry` (the aggregate stays open for the events
+    that continue them).
+    """
+
+    __slots__ = ("calls", "steps", "steps_api", "wire")
+
+    def __init__(self, wire: Wire) -> None:
+        self.wire = wire
+        self.steps_api = isinstance(wire, InteractionsWire)
+        self.calls: CallCarry | None = None
+        self.steps: StepCarry | None = None
+
+    def start(self, agg: Any, events: DeltaEvents) -> tuple[Any, Any]:
+        """What the segment's body is fed to, and where its deltas go."""
+        if self.calls is not None:
+            self.calls.prime(agg)
+            return agg, _Shown(events, self.calls.shown)
+        if self.steps is not None:
+            return self.steps.follow(agg), events
+        return agg, events
+
+    def cut(self, segments: list[Any], agg: Any) -> None:
+        """L63: the segment cut off where it is (and the calls it was continuing)."""
+        wire = self.wire
+        if self.steps is not None:
+            segments[self.steps.slot] = wire.result(self.steps.agg.snapshot())
+        result = wire.result(agg.snapshot())
+        segments.append(result if self.calls is None else self.calls.result(result))
+
+    def end(
+        self, segments: list[Any], agg: Any, error: ProviderError | None, hop: int, resumes: int
+    ) -> Any:
+        """Append the segment's result; the aggregate kept open for the next one (I29: a
+        segment follows and a call step is open), as it stands, or None."""
+        wire = self.wire
+        if self.steps is not None:
+            # I29, I30: the continued calls as far as this segment took them (unfinished else)
+            segments[self.steps.slot] = wire.result(self.steps.agg.close())
+            self.steps = None
+        result = keep = None
+        if self.steps_api and (error is None or error.kind in _DROPS):
+            raw = agg.snapshot()
+            if raw.unfinished_calls:
+                shown = wire.result(raw)
+                if _follows(shown, error, hop, resumes):
+                    result, keep = shown, raw
+        if result is None:
+            result = wire.result(agg.close())
+        segments.append(result if self.calls is None else self.calls.result(result))
+        return keep
+
+    def hand_on(self, agg: Any, keep: Any, segments: list[Any]) -> None:
+        """A segment follows the last one: carry the calls that one left open."""
+        calls, self.calls = self.calls, None
+        if keep is not None:
+            self.steps = StepCarry(agg, keep, len(segments) - 1)
+        elif not self.steps_api and segments[-1].unfinished_calls:
+            self.calls = CallCarry(segments[-1], () if calls is None else calls.shown)
+
+
+class _Shown:
+    """The deltas of a segment that continues carried calls (L90), each carried call's
+    under the part where the caller saw it start (``ToolCallDelta.part``, L30)."""
+
+    __slots__ = ("emit", "events", "shown", "step")
+
+    def __init__(self, events: DeltaEvents, shown: list[int]) -> None:
+        self.events = events
+        self.emit = events.emit
+        self.step = events.step
+        self.shown = shown
+
+    def seen(self, deltas: list[Any]) -> bool:
+        return self.events.seen(deltas)
+
+    async def deliver(self, deltas: list[Any]) -> bool:
+        shown = self.shown
+        moved = [
+            ArgDelta(d.candidate, shown[d.index], d.json_path, d.value)
+            if type(d) is ArgDelta and not d.candidate and d.index < len(shown)
+            else d
+            for d in deltas
+        ]
+        return await self.events.deliver(moved)
