@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from google import genai
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models.google_llm import Gemini
@@ -40,12 +39,15 @@ def save_note(title: str, body: str) -> dict[str, Any]:
 
 async def main() -> None:
     async with FakeGemini(interleaved_calls_scenario()) as server:
-        client = genai.Client(
-            vertexai=True, api_key="fake", http_options=types.HttpOptions(base_url=server.url)
+        # base_url and client_kwargs (not client=, which ADK 2.7 lacks): every supported ADK
+        model = Gemini(
+            model="gemini-3-flash-preview",
+            base_url=server.url,
+            client_kwargs={"vertexai": True, "api_key": "fake"},
         )
         agent = LlmAgent(
             name="picnic",
-            model=Gemini(model="gemini-3-flash-preview", client=client),
+            model=model,
             instruction="Help with picnics.",
             tools=[get_weather, save_note],
         )
