@@ -65,6 +65,7 @@ class Response:
     unfinished: tuple[int, str | None] | None = None  # first unfinished call: part, name (L32)
     error: JSONObject | None = None  # the in-stream google.rpc error object
     block_reason: str | None = None  # promptFeedback.blockReason (L19), read without a finish
+    nameless: bool = False  # a function call without a name was left out (L95)
 
 
 @dataclass(slots=True)
@@ -102,6 +103,11 @@ def classify(
         k, name = response.unfinished
         calls = []
         cut = f"L32: the stream ended inside the call {name!r} (part {k}); it was not run"
+    elif response.nameless:
+        # L95: a call nobody can run or answer is malformed output, never an answer, and
+        # the step's other calls wait for the retry as with an unfinished call (L32).
+        calls = []
+        cut = "the model sent a function call without a name; it was not run"
     blocked = not response.finish and not calls and bool(response.block_reason)
     verdict = _judge(response, calls, cut, blocked, error, visible, budget)
     return replace(verdict, blocked=True) if blocked else verdict
@@ -135,7 +141,8 @@ def _judge(
         if budget.malformed_sent < budget.malformed_max:
             # L35: a malformed response is resent as it was, without the call note.
             return Verdict(Outcome.MALFORMED_RETRY, lifecycle=cut, note=raw != "MALFORMED_RESPONSE")
-        return _malformed_error(raw, response.finish_message, budget.malformed_sent + 1)
+        nameless = response.nameless and response.unfinished is None
+        return _malformed_error(raw, response.finish_message, budget.malformed_sent + 1, nameless)
     if no_finish:
         if budget.no_finish > 0:
             if cut is None and budget.stream_error is not None:
@@ -145,14 +152,21 @@ def _judge(
     return Verdict(Outcome.ANSWER)
 
 
-def _malformed_error(raw: str | None, finish_message: str | None, tries: int) -> Verdict:
-    """L18, L32, L35: malformed output that retrying did not fix."""
+def _malformed_error(
+    raw: str | None, finish_message: str | None, tries: int, nameless: bool = False
+) -> Verdict:
+    """L18, L32, L35, L95: malformed output that retrying did not fix."""
     named = raw in _MALFORMED or raw == "MALFORMED_RESPONSE"
-    sent = raw if named else "an unfinished function call"
+    if named:
+        sent, code = raw, raw
+    elif nameless:
+        sent, code = "a function call without a name", "NAMELESS_FUNCTION_CALL"
+    else:
+        sent, code = "an unfinished function call", "UNFINISHED_FUNCTION_CALL"
     detail = f"the model sent {sent} {times(tries)}"
     error = ProviderError(
         None,
-        raw if named else "UNFINISHED_FUNCTION_CALL",
+        code,
         f"{detail} in this turn; retrying did not help",
         True,
         kind="malformed",

@@ -178,6 +178,7 @@ class GenerateContentWire:
             unfinished,
             result.error,
             str(block) if block else None,
+            _nameless(result),
         )
 
     def model_turn(self, result: Any) -> Content | None:
@@ -275,6 +276,22 @@ def _tools_off(tool_config: Any) -> JSONObject:
     calling["mode"] = "NONE"
     config["functionCallingConfig"] = calling
     return config
+
+
+def _nameless(result: Any) -> bool:
+    """L95: the response held a function call without a name. The aggregator leaves such a
+    call out of ``parts`` and ``function_calls`` and says so in a warning (C15; C6 for a
+    streamed call that never got one, candidate 0); a result may also list one without a
+    name (an Interactions call step)."""
+    for call in result.function_calls:
+        if not isinstance(call.get("name"), str):
+            return True
+    for warning in result.warnings:
+        if warning.startswith("C15: ") or (
+            warning.startswith("C6: candidate 0, ") and " never received a name " in warning
+        ):
+            return True
+    return False
 
 
 def _has_substance(parts: list[Part]) -> bool:
