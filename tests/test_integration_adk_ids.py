@@ -115,6 +115,7 @@ async def test_a6_interleaved_fragments_without_ids_go_to_the_call_that_holds_th
     partials = await feed(aggregator, chunks)
     ids = call_ids(partials)
     note, weather = ids[0], ids[1]
+    assert note is not None and weather is not None and note != weather
     assert ids == [note, weather, note, weather, weather, note]
     assert final_calls(aggregator.close()) == [
         (note, "save_note", {"title": "Picnic"}),
