@@ -345,46 +345,11 @@ class FakeGemini:
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         if self.interactions is not None and self.interactions.serves(request.path):
             return await self.interactions.handle(request)
-        raw_body = await request.read()
-        match = _PATH.match(request.path)
-        try:
-            body: Any = orjson.loads(raw_body) if raw_body else None
-        except orjson.JSONDecodeError as exc:
-            body = raw_body.decode("utf-8", "replace")
-            if match:
-                return self._refuse(
-                    request,
-                    body,
-                    match,
-                    400,
-                    "INVALID_ARGUMENT",
-                    f"Invalid JSON payload received. {exc}",
-                )
-        if match is None or request.method != "POST":
-            return self._refuse(
-                request,
-                body,
-                None,
-                404,
-                "NOT_FOUND",
-                f"FakeGemini: no route for {request.method} {request.path} "
-                "(expected POST /{version}/models/{model}:streamGenerateContent, "
-                ":generateContent or :countTokens, or a Vertex publishers/google/models path)",
-            )
+        routed = self._route(request, await request.read())
+        if isinstance(routed, web.StreamResponse):
+            return routed
+        body, match = routed
         method = match["method"]
-        if method not in _METHODS:
-            return self._refuse(
-                request,
-                body,
-                match,
-                404,
-                "NOT_FOUND",
-                f"FakeGemini answers streamGenerateContent, generateContent and countTokens, "
-                f"not {method}",
-            )
-        # S2: a key or bearer token is required (require_auth=False turns it off)
-        if self.require_auth and not _has_credentials(request):
-            return self._refuse(request, body, match, 403, "PERMISSION_DENIED", _NO_AUTH)
         if method == "countTokens":
             return self._count_tokens(request, body, match)
         warnings: list[str] = []
@@ -426,6 +391,51 @@ class FakeGemini:
             return await self._send_whole(request, step, *whole)
         sse = self.framing == "sse" and request.query.get("alt") == "sse"
         return await self._stream(request, step, sse)
+
+    def _route(
+        self, request: web.Request, raw_body: bytes
+    ) -> tuple[Any, re.Match[str]] | web.StreamResponse:
+        """The request's body and route, or the refusal of a bad route, body or credentials."""
+        match = _PATH.match(request.path)
+        try:
+            body: Any = orjson.loads(raw_body) if raw_body else None
+        except orjson.JSONDecodeError as exc:
+            body = raw_body.decode("utf-8", "replace")
+            if match:
+                return self._refuse(
+                    request,
+                    body,
+                    match,
+                    400,
+                    "INVALID_ARGUMENT",
+                    f"Invalid JSON payload received. {exc}",
+                )
+        if match is None or request.method != "POST":
+            return self._refuse(
+                request,
+                body,
+                None,
+                404,
+                "NOT_FOUND",
+                f"FakeGemini: no route for {request.method} {request.path} "
+                "(expected POST /{version}/models/{model}:streamGenerateContent, "
+                ":generateContent or :countTokens, or a Vertex publishers/google/models path)",
+            )
+        method = match["method"]
+        if method not in _METHODS:
+            return self._refuse(
+                request,
+                body,
+                match,
+                404,
+                "NOT_FOUND",
+                f"FakeGemini answers streamGenerateContent, generateContent and countTokens, "
+                f"not {method}",
+            )
+        # S2: a key or bearer token is required (require_auth=False turns it off)
+        if self.require_auth and not _has_credentials(request):
+            return self._refuse(request, body, match, 403, "PERMISSION_DENIED", _NO_AUTH)
+        return body, match
 
     def _next_step(self, body: Any, index: int) -> Step | None:
         if self._responder is not None:
