@@ -2,8 +2,8 @@
 examples/ scripts for the frameworks run too (issue 10: "each code block run by the tests").
 
 A block that uses a framework or google-genai is skipped where that is not
-installed (CI runs this file again in the google-genai 2.x venv with ADK and
-pydantic-ai).
+installed (CI runs this file again in its framework venvs: the oldest and the
+newest ADK and pydantic-ai, and the newest google-genai).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A real Google ADK Runner (SSE streaming) against FakeGemini over loopback, with and without fastagg.
 
-Runs in CI's google-genai 2.x venv (ADK pins google-genai<3); skipped where ADK
-is not installed.
+Runs in CI's framework venvs, one per ADK pin (the oldest and the newest
+supported release, .ci/run; ADK pins google-genai<3); skipped where ADK is not
+installed.
 """
 
 from __future__ import annotations

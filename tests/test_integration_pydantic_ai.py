@@ -1,8 +1,8 @@
 """A real pydantic-ai Agent against FakeGemini over loopback, with and without fastagg.
 
-Runs in CI's google-genai 2.x venvs, one per pydantic-ai pin (the oldest and
-the newest supported release; pydantic-ai pins google-genai<3); skipped where
-pydantic-ai is not installed.
+Runs in CI's framework venvs, one per pydantic-ai pin (the oldest and the
+newest supported release, .ci/run; pydantic-ai pins google-genai<3); skipped
+where pydantic-ai is not installed.
 """
 
 from __future__ import annotations
