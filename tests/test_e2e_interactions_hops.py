@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from fastagg import GeminiClient
-from fastagg.events import Lifecycle, StepEnd, TextDelta, ToolCallDelta, ToolCallStart
+from fastagg.events import AnswerDelta, Lifecycle, StepEnd, ToolCallDelta, ToolCallStart
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import run_turn
 from fastagg.testing import FakeGemini, InteractionTurn
@@ -149,7 +149,7 @@ async def test_i26_done_when_stored_three_hops_one_dropped_after_a_checkpoint() 
         "completed",
     )
     assert (result.text, result.hops) == (ANSWER_TEXT, 2)
-    assert [e.text for e in events if isinstance(e, TextDelta)] == [
+    assert [e.text for e in events if isinstance(e, AnswerDelta)] == [
         "Chapter 1. ",
         "Chapter 2. ",
         "Chapter 3.",

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from fastagg import GeminiClient
-from fastagg.events import Lifecycle, StepEnd, TextDelta, ToolCallDelta, ToolCallStart
+from fastagg.events import AnswerDelta, Lifecycle, StepEnd, ToolCallDelta, ToolCallStart
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import run_turn
 from fastagg.testing import FakeGemini, Step
@@ -129,7 +129,7 @@ async def test_l63_abort_in_a_later_hop_keeps_every_hop_s_text_and_usage() -> No
 
     def sink(event: Any) -> None:
         events.append(event)
-        if isinstance(event, TextDelta) and event.text == "two":
+        if isinstance(event, AnswerDelta) and event.text == "two":
             abort.set()
 
     async with FakeGemini([FIRST, HANGING]) as server, client(server) as model:

@@ -77,7 +77,7 @@ TIMINGS = [
     "awaited-handler",
 ]
 RETRY_PHASES = {"provider-retry", "no-finish-retry", "malformed-retry"}
-STREAM_EVENTS = (events.TextDelta, events.ThoughtDelta, events.ToolCallDelta)
+STREAM_EVENTS = (events.AnswerDelta, events.ThoughtDelta, events.ToolCallDelta)
 LIMITS = TurnLimits(
     max_steps=4,
     turn_timeout=5.0,

@@ -36,6 +36,7 @@ from .errors import (
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from .client import GeminiClient
     from .events import (
+        AnswerDelta,
         Lifecycle,
         StepEnd,
         StepStart,
@@ -67,6 +68,7 @@ _LAZY = {
     "GeminiClient": "client",
     **dict.fromkeys(
         (
+            "AnswerDelta",
             "Lifecycle",
             "StepEnd",
             "StepStart",
@@ -106,6 +108,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AggregatedResponse",
     "AggregatorClosed",
+    "AnswerDelta",
     "ArgDelta",
     "CallEnd",
     "CallStart",

@@ -572,7 +572,7 @@ class _Printer:
                 self.mode = "thought"
             shown = event.text.replace("\n\n", "\n").replace("\n", "\n          ")
             self.write(self._c("2;3", shown))
-        elif isinstance(event, ev.TextDelta):
+        elif isinstance(event, ev.AnswerDelta):
             if self.mode != "text":
                 self.end_run()
                 self.write(self._c("1", "model: "))

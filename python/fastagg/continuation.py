@@ -16,17 +16,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import SseDecoder, SseEvent
+from ._fastagg import SseDecoder, SseEvent
 from ._json import JSONObject, Part
 from .errors import MalformedStreamError
 
+# CallCarry, Continued and StepCarry are the loop's own carriers between segments, not API.
 __all__ = [
     "MAX_HOPS",
     "MAX_RESUMES",
-    "CallCarry",
-    "Continued",
     "Hops",
-    "StepCarry",
     "checkpoint_token",
     "hop_request",
     "hop_token",

@@ -1,14 +1,13 @@
 """Events of an agent turn (spec/contract/turn-loop.md L13), as yielded by :func:`fastagg.stream_turn`
-and passed to ``on_event``.
+and passed to ``on_event``. Every event is also exported at top level (``fastagg.AnswerDelta``).
 
-Name clash: ``fastagg.TextDelta`` is the *aggregator's* delta
-(``TextDelta(candidate, index, text, thought)``). The turn's answer-text event is
-``fastagg.events.TextDelta(step, text)``; import it from this module
-(``from fastagg import events`` then ``events.TextDelta``). Every other turn
-event is also exported at top level.
+The answer-text event is ``AnswerDelta(step, text)``, the contract's L13 ``TextDelta``, named
+apart (L99) because ``fastagg.TextDelta`` is the *aggregator's* delta
+(``TextDelta(candidate, index, text, thought)``, what ``StreamAggregator.feed()`` returns).
+``fastagg.events.TextDelta`` still names ``AnswerDelta``, with a ``DeprecationWarning``.
 
 Order within a turn: for each request ``StepStart``, then ``ThoughtDelta`` /
-``TextDelta`` live as the stream arrives, then ``StepEnd``; for a step with
+``AnswerDelta`` live as the stream arrives, then ``StepEnd``; for a step with
 function calls one ``ToolCallStart`` per call (in call order) and one
 ``ToolCallEnd`` per call (as they finish); ``Lifecycle`` events when something
 notable happens; last ``TurnEnd(result)``. A ``StepStart`` with ``attempt > 1``
@@ -22,19 +21,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Union
 
 from ._json import JSONObject, JSONValue, Usage
+from ._phases import Phase
 
 if TYPE_CHECKING:
     from .limits import TurnResult
     from .signatures import Backend
 
 __all__ = [
+    "AnswerDelta",
     "Lifecycle",
     "Phase",
     "StepEnd",
     "StepKind",
     "StepOutcome",
     "StepStart",
-    "TextDelta",
     "ThoughtDelta",
     "ToolCallDelta",
     "ToolCallEnd",
@@ -58,28 +58,6 @@ StepOutcome = Literal[
 ToolStatus = Literal["ok", "error", "timeout", "aborted"]
 """``ToolCallEnd.status``."""
 
-Phase = Literal[
-    "time-limit",
-    "stalled",
-    "aborted",
-    "step-cap",
-    "context-cap",
-    "provider-error",
-    "tool-timeout",
-    "malformed-retry",
-    "no-finish-retry",
-    "provider-retry",
-    "wrapup",
-    "signature-strip",
-    "signature-sentinel",
-    "duplicate-call-id",
-    "response-id-changed",
-    "continuation",
-    "continuation-resume",
-    "stream-resume",
-]
-"""``Lifecycle.phase``: the L13 phases, then those of L33, L39, L40, L56, L59 and I26."""
-
 
 @dataclass(frozen=True, slots=True)
 class StepStart:
@@ -97,8 +75,8 @@ class StepStart:
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
-    """A fragment of answer text, delivered as it arrives."""
+class AnswerDelta:
+    """A fragment of answer text, delivered as it arrives (L13's ``TextDelta``, L99)."""
 
     step: int
     text: str
@@ -211,7 +189,7 @@ class TurnEnd:
 
 TurnEvent = Union[  # noqa: UP007  (a runtime alias: `X | Y` of classes needs 3.10 types.UnionType)
     StepStart,
-    TextDelta,
+    AnswerDelta,
     ThoughtDelta,
     ToolCallDelta,
     ToolCallStart,
@@ -220,3 +198,19 @@ TurnEvent = Union[  # noqa: UP007  (a runtime alias: `X | Y` of classes needs 3.
     Lifecycle,
     TurnEnd,
 ]
+
+
+def __getattr__(name: str) -> type[AnswerDelta]:
+    # L99: the earlier name of the answer-text event, kept working for code written against it.
+    if name == "TextDelta":
+        import warnings
+
+        warnings.warn(
+            "fastagg.events.TextDelta is now fastagg.events.AnswerDelta (also fastagg.AnswerDelta): "
+            "the same class under a name that fastagg.TextDelta, the aggregator's delta, does "
+            "not share; import AnswerDelta instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return AnswerDelta
+    raise AttributeError(f"module 'fastagg.events' has no attribute {name!r}")

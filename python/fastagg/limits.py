@@ -12,8 +12,8 @@ from enum import Enum
 from typing import cast
 
 from ._json import Content, Usage
+from ._phases import Phase
 from .errors import ProviderError
-from .events import Phase
 from .signatures import Origin
 
 __all__ = ["StopReason", "TurnLimits", "TurnResult"]

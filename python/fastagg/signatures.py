@@ -27,7 +27,7 @@ from enum import Enum
 from typing import Any, Literal, get_args
 
 from ._json import Content
-from .events import Phase
+from ._phases import Phase
 from .request import SENTINEL_SIGNATURE
 
 __all__ = [

@@ -62,7 +62,7 @@ async def test_l6_abort_mid_stream_closes_the_response_and_sends_nothing_more() 
     model = ScriptedModel(Reply([chunk(text("Let me check"))], stall_after=1))
 
     def on_event(event: Any) -> None:
-        if isinstance(event, events.TextDelta):
+        if isinstance(event, events.AnswerDelta):
             abort.set()
 
     result = await turn(model, abort=abort, on_event=on_event, tools=[lookup])

@@ -172,5 +172,5 @@ async def test_d5_a_last_event_without_a_blank_line_is_delivered_live() -> None:
     seen: list[Any] = []
     result = await turn(model, on_event=seen.append)
     assert result.stop_reason is StopReason.COMPLETED
-    assert [e.text for e in seen if isinstance(e, events.TextDelta)] == ["Hello", " world."]
+    assert [e.text for e in seen if isinstance(e, events.AnswerDelta)] == ["Hello", " world."]
     assert result.text == "Hello world."

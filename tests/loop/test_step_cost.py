@@ -61,7 +61,7 @@ def test_l70_with_on_event_every_event_built_is_delivered() -> None:
     received: list[Any] = []
     counts = bench.counts(received.append)
     # a tool step: StepStart, ThoughtDelta, ToolCallDelta, StepEnd, ToolCallStart,
-    # ToolCallEnd; the answer: StepStart, two TextDelta, StepEnd; then TurnEnd
+    # ToolCallEnd; the answer: StepStart, two AnswerDelta, StepEnd; then TurnEnd
     assert len(received) == 6 * TOOL_STEPS + 4 + 1
     assert counts["TurnEvent objects"] == len(received)
 

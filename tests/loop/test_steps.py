@@ -467,8 +467,8 @@ async def test_l13_event_sequence_of_a_tool_turn() -> None:
         "ToolCallStart",
         "ToolCallEnd",
         "StepStart",
-        "TextDelta",
-        "TextDelta",
+        "AnswerDelta",
+        "AnswerDelta",
         "StepEnd",
         "TurnEnd",
     ]
@@ -486,7 +486,7 @@ async def test_l13_event_sequence_of_a_tool_turn() -> None:
         "ok",
         {"output": {"found": "A"}},
     )
-    assert [e.text for e in seen if isinstance(e, events.TextDelta)] == ["Sunny ", "today."]
+    assert [e.text for e in seen if isinstance(e, events.AnswerDelta)] == ["Sunny ", "today."]
     assert seen[-1] == events.TurnEnd(result)
 
 
@@ -512,11 +512,11 @@ async def test_l13_stream_turn_delivers_text_live() -> None:
     )
     got: list[Any] = []
     async for event in stream_turn(model, list(USER)):
-        if isinstance(event, events.TextDelta) and not got:
+        if isinstance(event, events.AnswerDelta) and not got:
             assert model.closed == 0  # the response is still streaming
         got.append(event)
     assert pending_tasks() == []
-    assert [e.text for e in got if isinstance(e, events.TextDelta)] == ["Hello ", "world"]
+    assert [e.text for e in got if isinstance(e, events.AnswerDelta)] == ["Hello ", "world"]
     assert isinstance(got[-1], events.TurnEnd)
     assert got[-1].result.text == "Hello world"
 
@@ -525,7 +525,7 @@ async def test_l13_l45_closing_stream_turn_early_cancels_the_turn_cleanly() -> N
     model = ScriptedModel(Reply([chunk(text("Hello"))], stall_after=1))
     async with aclosing(stream_turn(model, list(USER))) as stream:
         async for event in stream:
-            if isinstance(event, events.TextDelta):
+            if isinstance(event, events.AnswerDelta):
                 break
     assert pending_tasks() == []
     assert model.closed == model.opened == 1
@@ -540,7 +540,7 @@ async def test_l13_async_on_event_is_awaited_in_order() -> None:
         order.append(type(event).__name__)
 
     await turn(model, on_event=on_event)
-    assert order == ["StepStart", "TextDelta", "TextDelta", "StepEnd", "TurnEnd"]
+    assert order == ["StepStart", "AnswerDelta", "AnswerDelta", "StepEnd", "TurnEnd"]
 
 
 async def test_l13_l15_l41_retry_lifecycle_events() -> None:

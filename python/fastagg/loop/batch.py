@@ -18,6 +18,9 @@ from .emit import Emitter
 from .messages import WRAPUP_NOTE, fmt_duration, fmt_seconds
 from .wire import Wire
 
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
+
 _ABORTED = {"error": "aborted"}
 #: What an answered batch has left to announce: (answers, repeated, cut off, nudged).
 _Told = tuple[list[JSONObject], list[int], list[int], bool]

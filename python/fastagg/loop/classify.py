@@ -18,6 +18,9 @@ from ..errors import InvalidRequestError, ProviderError
 from ..events import StepOutcome
 from .messages import describe, error_label, times
 
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
+
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
 
 

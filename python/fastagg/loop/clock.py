@@ -22,6 +22,9 @@ from typing import Any, Literal
 
 from ..limits import StopReason, TurnLimits
 
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
+
 Cause = Literal["time-limit", "stalled", "first-output", "aborted"]
 
 # L7: the order in which simultaneous causes win.

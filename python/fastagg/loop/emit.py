@@ -7,12 +7,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import ArgDelta as _AggArgDelta
-from .. import CallStart as _AggCallStart
-from .. import TextDelta as _AggTextDelta
-from ..events import Lifecycle, Phase, TextDelta, ThoughtDelta, ToolCallDelta, TurnEvent
+from .._fastagg import ArgDelta as _AggArgDelta
+from .._fastagg import CallStart as _AggCallStart
+from .._fastagg import TextDelta as _AggTextDelta
+from ..events import AnswerDelta, Lifecycle, Phase, ThoughtDelta, ToolCallDelta, TurnEvent
 from ..signatures import Backend
 from .clock import TurnClock
+
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
 
 
 class Emitter:
@@ -101,7 +104,7 @@ class DeltaEvents:
                     await emit(ThoughtDelta(step, delta.text))
                 else:
                     visible = True
-                    await emit(TextDelta(step, delta.text))
+                    await emit(AnswerDelta(step, delta.text))
             # L30: a streamed call is shown when first seen, then per argument fragment
             elif kind is _AggCallStart and not delta.candidate:
                 visible = True

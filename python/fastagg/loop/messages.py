@@ -8,6 +8,9 @@ from typing import Any
 from ..errors import ProviderError
 from ..limits import StopReason, TurnLimits
 
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
+
 MALFORMED_NOTE = (
     "Your previous function call was malformed. Call a declared function with valid JSON "
     "arguments, one call at a time, or answer in plain text."

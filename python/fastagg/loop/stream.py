@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from .. import ArgDelta
+from .._fastagg import ArgDelta
 from .._json import Request
 from ..continuation import (
     MAX_HOPS,
@@ -36,6 +36,9 @@ from .emit import DeltaEvents
 from .messages import describe
 from .usage import UsageMeter
 from .wire import InteractionsWire, Wire
+
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
 
 Body = AbstractAsyncContextManager[AsyncIterator[bytes]]
 #: Lifecycle(phase, step, detail=...) of the turn.

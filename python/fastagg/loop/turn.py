@@ -39,6 +39,9 @@ from .stream import ModelStream, view
 from .usage import UsageMeter
 from .wire import wire_for
 
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
+
 _MAX_SERVER_DELAY = MAX_RETRY_WAIT  # L44: a longer Retry-After / retryDelay ends the turn
 _RETRIES = (Outcome.PROVIDER_RETRY, Outcome.MALFORMED_RETRY, Outcome.NO_FINISH_RETRY)
 _GATHERED = (

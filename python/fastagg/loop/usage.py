@@ -9,6 +9,9 @@ import orjson
 
 from .._json import Content, Usage
 
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
+
 
 class UsageMeter:
     """Sums usage over the requests of a turn and estimates the next prompt's size."""

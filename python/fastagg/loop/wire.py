@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .. import StreamAggregator
+from .._fastagg import StreamAggregator
 from .._json import Content, FunctionCall, JSONObject, Part, Request
 from ..interactions_wire import InteractionsTurn
 from ..model import ModelClient
@@ -22,6 +22,9 @@ from ..request import RequestGuard
 from ..signatures import requires_signatures
 from ..tools import Tool
 from .classify import Response
+
+# Internal to the turn loop: nothing here is public API (spec/api.md).
+__all__: list[str] = []
 
 
 class Wire(Protocol):

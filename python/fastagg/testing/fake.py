@@ -25,6 +25,7 @@ import orjson
 from aiohttp import web
 
 from .._fastagg import StreamAggregator
+from ._http import _drop, _has_credentials
 from .validate import Rejection, _check_signatures, decode_signature, validate_request
 
 if TYPE_CHECKING:
@@ -720,27 +721,9 @@ async def _pause(seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-def _drop(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
-    # Close the socket in the middle of the chunked body: no terminating chunk.
-    transport = request.transport
-    if transport is not None:
-        transport.close()
-    response.force_close()
-    return response
-
-
 def _peer(request: web.Request) -> str:
     info = request.transport.get_extra_info("peername") if request.transport else None
     return f"{info[0]}:{info[1]}" if info else ""
-
-
-def _has_credentials(request: web.Request) -> bool:
-    auth = request.headers.get("Authorization", "")
-    return bool(
-        request.headers.get("x-goog-api-key")
-        or request.query.get("key")
-        or (auth.startswith("Bearer ") and auth[7:].strip())
-    )
 
 
 def _header_number(value: float | str) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .fake import _drop, _has_credentials
+from ._http import _drop, _has_credentials
 
 if TYPE_CHECKING:
     from typing_extensions import Self

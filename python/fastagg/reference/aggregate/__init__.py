@@ -1,20 +1,19 @@
-"""The aggregator (E1-E3, E7, D3-D8): the feed/close pipeline and the state it folds events into.
+"""The aggregator (E1-E3, E7, D3-D8): the feed/close pipeline.
 
 Framing (``..framing``) turns bytes into frames, ``..event`` validates a
-payload, and each event is folded into ``_TurnState``: candidates in
+payload, and each event is folded (``_apply``) into the records of ``state``: candidates in
 ``candidate``, parts in ``parts``, calls in ``calls``, repeated fields in
 ``merge``; ``response`` holds what is handed out, ``render`` the JSON helpers.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 from ..._chunks import chunk_to_mapping
-from ..._json import JSONObject, JSONValue
+from ..._json import JSONObject
 from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
 from ..diagnostics import _diagnostic
@@ -23,10 +22,11 @@ from ..event import _parse_payload
 from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
 from ..framing.lines import _as_bytes, _payload_bytes
 from .calls import _close_open_calls
-from .candidate import _candidate, _CandidateState, _Checkpoint, _render_candidate
+from .candidate import _candidate, _render_candidate
 from .merge import _merge_usage, _set_top_level
 from .render import _render_json, _same
 from .response import AggregatedResponse, ArgDelta, CallStart, Delta, StreamError, TextDelta
+from .state import _Checkpoint, _TurnState, _Warnings
 
 _MAX_ARRAY_INDEX_CAP = 2**31 - 1  # D2b: the largest max_array_index accepted
 _MAX_EVENT_BYTES_CAP = 2**63 - 1  # D2b: the largest max_event_bytes accepted (sys.maxsize)
@@ -60,88 +60,42 @@ def _check_limit(name: str, value: object, cap: int) -> int:
     return value
 
 
-_MAX_WARNINGS = 1000  # D7
 _SECOND_FEEDER = (
     "this StreamAggregator was fed from another thread first; an aggregator is fed from one "
     "thread (chunks from two threads would interleave): use one aggregator per stream"
 )
 
 
-class _Warnings:
-    """The diagnostics of a stream, bounded (D7, X3); the ones beyond the cap are counted."""
+def _apply(state: _TurnState, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
+    """Fold event payload number ``i`` into the state (E1-E3, E7, E8).
 
-    __slots__ = ("dropped", "kept")
-
-    def __init__(self) -> None:
-        self.kept: list[Diagnostic] = []
-        self.dropped = 0
-
-    def append(self, diagnostic: Diagnostic) -> None:
-        if len(self.kept) < _MAX_WARNINGS:
-            self.kept.append(diagnostic)
-        else:
-            self.dropped += 1
-
-    def render(self) -> tuple[Diagnostic, ...]:
-        """The kept diagnostics, then one that counts the others."""
-        if not self.dropped:
-            return tuple(self.kept)
-        summary = _diagnostic("warnings_dropped", count=self.dropped, limit=_MAX_WARNINGS)
-        return (*self.kept, summary)
-
-
-class _TurnState:
-    """Everything aggregated so far from the event payloads."""
-
-    def __init__(self, max_array_index: int, warnings: _Warnings) -> None:
-        self.max_array_index = max_array_index
-        self.warnings = warnings
-        self.candidates: dict[int, _CandidateState] = {}
-        self.usage: JSONObject | None = None
-        self.model_version: JSONValue = None
-        self.response_id: JSONValue = None
-        self.create_time: JSONValue = None
-        self.prompt_feedback: JSONValue = None
-        self.error: JSONValue = None
-        # E14: candidate 0's latest token, and output in an event after it.
-        self.continuation_token: str | None = None
-        self.output_after_token = False
-        self.clock = itertools.count(1)  # orders the updates of streamed calls (C2, C17)
-
-    def apply(self, event: JSONObject, i: int, deltas: list[Delta] | None) -> None:
-        """Fold event payload number ``i`` into the state (E1-E3, E7, E8).
-
-        RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
-        """
-        error = event.get("error")
-        if error is not None:  # E1, E8
-            self.error = error
-            if deltas is not None:
-                deltas.append(StreamError(_render_json(error)))
-            return
-        # RULE E2: a payload without candidates is normal (metadata-only chunks).
-        candidates = event.get("candidates")
-        if isinstance(candidates, list):
-            mark = _Checkpoint()
-            for j, candidate in enumerate(candidates):
-                _candidate(self, candidate, i, j, deltas, mark)
-            # RULE E14: a token covers the output of its own event, not of later ones.
-            self.output_after_token |= mark.output
-            if mark.token is not None:
-                self.continuation_token = mark.token
-                self.output_after_token = False
-        elif candidates is not None:
-            self.shape(i, "candidates", "a list")
-        usage = event.get("usageMetadata")
-        if isinstance(usage, dict):
-            _merge_usage(self, usage)
-        elif usage is not None:
-            self.shape(i, "usageMetadata", "an object")
-        _set_top_level(self, event, i)
-
-    def shape(self, i: int, where: str, expected: str) -> None:
-        """E7: a value of the wrong type is ignored with a warning."""
-        self.warnings.append(_diagnostic("wrong_shape", event=i, path=where, expected=expected))
+    RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
+    """
+    error = event.get("error")
+    if error is not None:  # E1, E8
+        state.error = error
+        if deltas is not None:
+            deltas.append(StreamError(_render_json(error)))
+        return
+    # RULE E2: a payload without candidates is normal (metadata-only chunks).
+    candidates = event.get("candidates")
+    if isinstance(candidates, list):
+        mark = _Checkpoint()
+        for j, candidate in enumerate(candidates):
+            _candidate(state, candidate, i, j, deltas, mark)
+        # RULE E14: a token covers the output of its own event, not of later ones.
+        state.output_after_token |= mark.output
+        if mark.token is not None:
+            state.continuation_token = mark.token
+            state.output_after_token = False
+    elif candidates is not None:
+        state.shape(i, "candidates", "a list")
+    usage = event.get("usageMetadata")
+    if isinstance(usage, dict):
+        _merge_usage(state, usage)
+    elif usage is not None:
+        state.shape(i, "usageMetadata", "an object")
+    _set_top_level(state, event, i)
 
 
 def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedResponse:
@@ -280,7 +234,7 @@ class StreamAggregator:
         deltas: list[Delta] = []
         index = self._events_seen
         self._events_seen += 1
-        self._state.apply(event, index, deltas if self._deltas else None)
+        _apply(self._state, event, index, deltas if self._deltas else None)
         return _displayed(deltas) if self._display else deltas
 
     def reconnect(self) -> None:
@@ -363,7 +317,7 @@ class StreamAggregator:
                 )
                 index = self._events_seen
                 self._events_seen += 1
-                self._state.apply(event, index, deltas)
+                _apply(self._state, event, index, deltas)
             else:
                 self._drop_incomplete(frame.offset)
         else:
@@ -386,7 +340,7 @@ class StreamAggregator:
             return
         index = self._events_seen
         self._events_seen += 1
-        self._state.apply(event, index, deltas if self._deltas else None)
+        _apply(self._state, event, index, deltas if self._deltas else None)
 
     def _reject(
         self, problem: Problem, offset: int, errors: list[MalformedStreamError] | None

@@ -3,36 +3,16 @@
 from __future__ import annotations
 
 from itertools import islice
-from typing import TYPE_CHECKING
 
 from ..._json import JSONObject, JSONValue, Part
 from ..diagnostics import _diagnostic
 from ..json_path import _MISSING, _SYNTAX, _assign, _holds_value, parse_json_path
-from .parts import _KeptPart
 from .render import _is_number, _render_json, _same_json
 from .response import ArgDelta, CallEnd, CallStart, Delta
-
-if TYPE_CHECKING:
-    from . import _TurnState
-    from .candidate import _CandidateState
+from .state import _CandidateState, _KeptPart, _StreamedCall, _TurnState
 
 _PATH_SEARCH = 64  # C17: the open calls the C2.3 path search looks at, most recent first
 _VALUE_KEYS = ("stringValue", "numberValue", "boolValue", "nullValue")
-
-
-class _StreamedCall:
-    """A function call assembled from streamed chunks (C2-C12)."""
-
-    __slots__ = ("args", "finished", "id", "name", "signature", "slot", "touched")
-
-    def __init__(self, slot: int, call_id: str | None, name: str | None) -> None:
-        self.slot = slot
-        self.finished = False  # C13: closed by the model, not flushed by close()
-        self.id = call_id
-        self.name = name
-        self.args: JSONObject = {}
-        self.signature: JSONValue = None  # any JSON value but null (P5: kept as received)
-        self.touched = 0  # clock of the last chunk routed here
 
 
 def _function_call(

@@ -2,57 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..._json import JSONObject, JSONValue, Part
-from .calls import _complete_call_info, _function_call, _streamed_call_info, _StreamedCall
+from .calls import _complete_call_info, _function_call, _streamed_call_info
 from .merge import _citations
-from .parts import _add_part, _is_plain, _KeptPart, _TextRun
+from .parts import _add_part, _is_plain
 from .render import _render_json, _same
 from .response import Candidate, Delta, Finish
+from .state import _CandidateState, _Checkpoint, _KeptPart, _TextRun, _TurnState
 
-if TYPE_CHECKING:
-    from . import _TurnState
-
-_Slot = _TextRun | _KeptPart | _StreamedCall
 _CANDIDATE_OWN_KEYS = frozenset({"content", "finishReason", "finishMessage", "index"})
-
-
-class _CandidateState:
-    __slots__ = (
-        "citation_seen",
-        "finish_message",
-        "finish_reason",
-        "index",
-        "metadata",
-        "open_by_id",
-        "open_calls",
-        "slots",
-        "visible",
-    )
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.slots: list[_Slot] = []
-        # C17: the open calls in recency order (most recently updated last), and by id.
-        self.open_calls: dict[_StreamedCall, None] = {}
-        self.open_by_id: dict[str, _StreamedCall] = {}
-        self.finish_reason: str | None = None
-        self.finish_message: str | None = None
-        self.metadata: JSONObject = {}
-        self.citation_seen: dict[str, set[str]] = {}
-        self.visible = False  # R5: answer text or a function call came
-
-
-class _Checkpoint:
-    """What the candidate-0 objects of one event brought (E14): output (a part that P2,
-    P6 and E7 do not drop) and a non-empty string ``continuationToken``."""
-
-    __slots__ = ("output", "token")
-
-    def __init__(self) -> None:
-        self.output = False
-        self.token: str | None = None
 
 
 def _is_output(part: JSONValue) -> bool:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..._json import JSONObject, JSONValue
 from ..diagnostics import _diagnostic
 from .render import _json_identity, _same_json
-
-if TYPE_CHECKING:
-    from . import _TurnState
-    from .candidate import _CandidateState
+from .state import _CandidateState, _TurnState
 
 _CITATION_LISTS = ("citations", "citationSources")
 # E3: the top-level fields kept last non-null, with the state attribute holding each.

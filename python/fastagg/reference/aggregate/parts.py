@@ -2,46 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..._json import Part
 from .response import Delta, TextDelta
-
-if TYPE_CHECKING:
-    from .candidate import _CandidateState
-
-
-class _TextRun:
-    """Consecutive plain text parts with one thought flag (P1)."""
-
-    __slots__ = ("fragments", "thought")
-
-    def __init__(self, thought: bool) -> None:
-        self.thought = thought
-        self.fragments: list[str] = []
-
-    def text(self) -> str:
-        if len(self.fragments) > 1:
-            self.fragments = ["".join(self.fragments)]
-        return self.fragments[0]
-
-
-class _KeptPart:
-    """A part kept as received (P3, P4, complete calls)."""
-
-    __slots__ = ("is_call", "part", "text", "thought")
-
-    def __init__(
-        self,
-        part: Part,
-        text: str | None = None,
-        thought: bool = False,
-        is_call: bool = False,
-    ) -> None:
-        self.part = part
-        self.text = text  # the text a P3 part adds to text / thought_text
-        self.thought = thought
-        self.is_call = is_call
+from .state import _CandidateState, _KeptPart, _TextRun
 
 
 def _is_plain(part: Part) -> bool:
