@@ -251,12 +251,12 @@ def test_l99_every_text_event_of_stream_turn_is_a_fastagg_answer_delta() -> None
     assert typing.get_args(fastagg.TurnEvent).count(fastagg.AnswerDelta) == 1
 
 
-def test_l99_the_earlier_event_name_still_works_with_a_deprecation_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"fastagg\.events\.AnswerDelta"):
-        from fastagg.events import TextDelta  # type: ignore[attr-defined]
-    assert TextDelta is events.AnswerDelta is fastagg.AnswerDelta
+def test_l99_the_contract_event_name_still_works_without_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        from fastagg.events import TextDelta  # type: ignore[attr-defined]
+
+        assert TextDelta is events.AnswerDelta is fastagg.AnswerDelta
         assert "TextDelta" not in events.__all__
         with pytest.raises(AttributeError, match="has no attribute 'NoSuch'"):
             events.NoSuch  # type: ignore[attr-defined]  # noqa: B018

@@ -4,7 +4,9 @@ and passed to ``on_event``. Every event is also exported at top level (``fastagg
 The answer-text event is ``AnswerDelta(step, text)``, the contract's L13 ``TextDelta``, named
 apart (L99) because ``fastagg.TextDelta`` is the *aggregator's* delta
 (``TextDelta(candidate, index, text, thought)``, what ``StreamAggregator.feed()`` returns).
-``fastagg.events.TextDelta`` still names ``AnswerDelta``, with a ``DeprecationWarning``.
+``fastagg.events.TextDelta``, the contract's name, names the same class (no warning: the
+contract still uses it), but is not listed in ``__all__`` so that ``from fastagg.events import *``
+does not shadow the aggregator's ``TextDelta``.
 
 Order within a turn: for each request ``StepStart``, then ``ThoughtDelta`` /
 ``AnswerDelta`` live as the stream arrives, then ``StepEnd``; for a step with
@@ -201,16 +203,7 @@ TurnEvent = Union[  # noqa: UP007  (a runtime alias: `X | Y` of classes needs 3.
 
 
 def __getattr__(name: str) -> type[AnswerDelta]:
-    # L99: the earlier name of the answer-text event, kept working for code written against it.
+    # L99: the contract's name of the answer-text event (L13), the same class as AnswerDelta.
     if name == "TextDelta":
-        import warnings
-
-        warnings.warn(
-            "fastagg.events.TextDelta is now fastagg.events.AnswerDelta (also fastagg.AnswerDelta): "
-            "the same class under a name that fastagg.TextDelta, the aggregator's delta, does "
-            "not share; import AnswerDelta instead",
-            DeprecationWarning,
-            stacklevel=2,
-        )
         return AnswerDelta
     raise AttributeError(f"module 'fastagg.events' has no attribute {name!r}")
