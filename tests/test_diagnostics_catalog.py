@@ -1,6 +1,8 @@
-"""Diagnostics (spec/diagnostics.md): the catalog's copies (X1), results and errors (X3-X5)."""
+"""Diagnostics (spec/diagnostics.md): the one catalog (X1), results and errors (X3-X5)."""
 
+import json
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -8,17 +10,63 @@ from pathlib import Path
 import pytest
 
 from fastagg import AggregatedResponse, Diagnostic, MalformedStreamError, StreamAggregator
+from fastagg.diagnostics import _catalog, _field_types
 
 ROOT = Path(__file__).resolve().parent.parent
+CATALOG = ROOT / "python" / "fastagg" / "diagnostics.json"
+PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:!j)?\}")  # X2: `{field}` or `{field!j}`
 
 
-def test_x1_generated_copies_are_fresh() -> None:
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "gen_diagnostics.py"), "--check"],
-        capture_output=True,
-        text=True,
+def _entries() -> list[dict[str, object]]:
+    entries: list[dict[str, object]] = json.loads(CATALOG.read_text("utf-8"))["diagnostics"]
+    return entries
+
+
+def test_x1_codes_are_unique_stable_snake_case_with_one_rule_each() -> None:
+    codes = [e["code"] for e in _entries()]
+    assert len(codes) == len(set(codes))
+    for entry in _entries():
+        assert re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", str(entry["code"])), entry
+        assert re.fullmatch(r"[A-Z][0-9]+[a-z]?", str(entry["rule"])), entry
+
+
+def test_x1_every_field_is_typed_and_documented() -> None:
+    catalog = json.loads(CATALOG.read_text("utf-8"))
+    assert set(catalog["fields"].values()) <= {"int", "str", "str?", "json"}
+    assert list(catalog["field_docs"]) == list(catalog["fields"])
+    for entry in _entries():
+        assert set(entry["fields"]) <= set(catalog["fields"]), entry["code"]  # type: ignore[arg-type]
+
+
+def test_x1_templates_use_exactly_their_fields_and_no_other_braces() -> None:
+    for entry in _entries():
+        template = str(entry["template"])
+        assert sorted(set(PLACEHOLDER.findall(template))) == sorted(entry["fields"]), entry  # type: ignore[arg-type]
+        rest = PLACEHOLDER.sub("", template).replace("[[", "").replace("]]", "")
+        assert not any(mark in rest for mark in ("{", "}", "[[", "]]")), entry["code"]
+
+
+def test_x1_python_reads_the_one_catalog_file() -> None:
+    assert _catalog() == {
+        e["code"]: (e["rule"], tuple(e["fields"]), e["template"])  # type: ignore[arg-type]
+        for e in _entries()
+    }
+    assert _field_types() == json.loads(CATALOG.read_text("utf-8"))["fields"]
+    assert not (ROOT / "spec" / "diagnostics.json").exists()
+
+
+def test_x1_diagnostic_attributes_are_the_catalog_fields() -> None:
+    own = {"code", "rule", "message"}
+    assert set(Diagnostic.__slots__) - own == set(_field_types())
+    assert set(Diagnostic.__annotations__) - own == set(_field_types())
+
+
+def test_x1_the_catalog_is_read_on_first_use_not_at_import() -> None:
+    code = "import sys, fastagg, fastagg.diagnostics as d; print(d._read is None, 'json' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert (run.returncode, run.stdout) == (0, "")
+    assert done.stdout.split() == ["True", "False"]
 
 
 def _warned(body: bytes) -> AggregatedResponse:

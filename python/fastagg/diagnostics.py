@@ -3,15 +3,45 @@
 A diagnostic says what a stream's aggregation skipped, repaired or dropped:
 its catalog ``code``, the ``rule`` that decided it, the rendered ``message``
 (the text ``warnings`` lists) and its typed fields. The codes, rules, fields and
-templates come from the catalog ``spec/diagnostics.json`` (X1), of which
-``_diagnostics_table`` is the generated copy.
+templates come from the catalog ``diagnostics.json`` beside this module (X1), which
+the Rust core embeds at compile time; it is read here on first use, not at import (R1).
 """
 
 from __future__ import annotations
 
+import os
 from typing import NoReturn
 
-from ._diagnostics_table import DIAGNOSTICS
+_Entry = tuple[str, tuple[str, ...], str]
+#: X1, once read: (field name -> type, code -> (rule, fields in order, template)).
+_read: tuple[dict[str, str], dict[str, _Entry]] | None = None
+
+
+def _load() -> tuple[dict[str, str], dict[str, _Entry]]:
+    """X1: the catalog ``diagnostics.json``, read the first time a diagnostic is made."""
+    global _read
+    if _read is None:
+        import json  # here, not at import (R1)
+
+        path = os.path.join(os.path.dirname(__file__), "diagnostics.json")
+        with open(path, encoding="utf-8") as fh:
+            catalog = json.load(fh)
+        entries = {
+            e["code"]: (e["rule"], tuple(e["fields"]), e["template"])
+            for e in catalog["diagnostics"]
+        }
+        _read = (catalog["fields"], entries)  # whole or not at all, for other threads
+    return _read
+
+
+def _catalog() -> dict[str, _Entry]:
+    """X1: code -> (rule, fields in order, template)."""
+    return _load()[1]
+
+
+def _field_types() -> dict[str, str]:
+    """X1: field name -> type: ``int``, ``str``, ``str?`` (None when absent) or ``json``."""
+    return _load()[0]
 
 
 class Diagnostic:
@@ -72,7 +102,7 @@ class Diagnostic:
     step_type: str | None
 
     def __init__(self, code: str, message: str, **fields: object) -> None:
-        entry = DIAGNOSTICS.get(code)
+        entry = _catalog().get(code)
         if entry is None:
             raise ValueError(f"unknown diagnostic code {code!r}")
         rule, names, _ = entry
@@ -90,7 +120,7 @@ class Diagnostic:
 
     def fields(self) -> dict[str, object]:
         """This code's own fields, in catalog order."""
-        return {name: getattr(self, name) for name in DIAGNOSTICS[self.code][1]}
+        return {name: getattr(self, name) for name in _catalog()[self.code][1]}
 
     def as_dict(self) -> dict[str, object]:
         """``{"code", "rule", "message"}`` and this code's own fields (X5)."""

@@ -28,7 +28,7 @@ class MalformedStreamError(FastaggError, ValueError):
     the aggregator is still usable. ``deltas`` holds every delta that the same
     ``feed()`` call produced from good events; ``errors`` every error of that
     call (this one first). ``diagnostic`` is the payload's diagnostic (the F8 or
-    I4 entry of spec/diagnostics.json); ``diagnostics`` those of ``errors`` (X4).
+    I4 entry of fastagg/diagnostics.json); ``diagnostics`` those of ``errors`` (X4).
     """
 
     def __init__(

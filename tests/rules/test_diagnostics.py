@@ -10,7 +10,7 @@ import pytest
 
 import fastagg
 import fastagg.reference as reference
-from fastagg._diagnostics_table import DIAGNOSTICS, FIELDS
+from fastagg.diagnostics import _catalog, _field_types
 from fastagg.errors import MalformedStreamError
 from fastagg.reference.diagnostics import _diagnostic
 from streams import chunk, fc, pa, sse
@@ -187,7 +187,7 @@ def test_x3_interactions_result_carries_diagnostics(impl: ModuleType) -> None:
 
 def test_x2_every_catalog_code_renders_without_leftover_placeholders() -> None:
     samples: dict[str, Any] = {"int": 7, "str": "s", "str?": None, "json": [1, "a"]}
-    for code, (rule, names, _template) in DIAGNOSTICS.items():
-        message = _diagnostic(code, **{n: samples[FIELDS[n]] for n in names}).message
+    for code, (rule, names, _template) in _catalog().items():
+        message = _diagnostic(code, **{n: samples[_field_types()[n]] for n in names}).message
         assert message.startswith(f"{rule}: "), code
         assert not any(mark in message for mark in ("{", "}", "[[", "]]", "!j")), code

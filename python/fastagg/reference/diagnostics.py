@@ -1,19 +1,17 @@
 """The twin's diagnostics (spec/diagnostics.md X1-X5), rendered from the shared catalog.
 
 Every warning of the twin is a ``fastagg.Diagnostic`` (the one class the Rust
-binding builds too): a code of ``spec/diagnostics.json`` (carried as
-``fastagg._diagnostics_table``) with its typed fields, and the message
-``_diagnostic()`` renders from the code's template (X2). ``.warnings`` are the
-messages.
+binding builds too): a code of the catalog ``fastagg/diagnostics.json`` with its
+typed fields, and the message ``_diagnostic()`` renders from the code's template
+(X2). ``.warnings`` are the messages.
 """
 
 from __future__ import annotations
 
 import re
 
-from .._diagnostics_table import DIAGNOSTICS
 from .._json import JSONObject, JSONValue
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, _catalog
 from .aggregate.render import _cj
 
 # X2: `{field}` or `{field!j}`, and `[[...]]` groups left out when a field in them is null.
@@ -39,7 +37,7 @@ def _render(template: str, values: JSONObject) -> str:
 
 def _diagnostic(code: str, **values: JSONValue) -> Diagnostic:
     """The diagnostic ``code`` with ``values`` (exactly the code's catalog fields), rendered."""
-    rule, _names, template = DIAGNOSTICS[code]
+    rule, _names, template = _catalog()[code]
     return Diagnostic(code, f"{rule}: {_render(template, values)}", **values)
 
 

@@ -1,5 +1,6 @@
 //! Structured diagnostics (spec/diagnostics.md X1-X5): one variant per code of
-//! the catalog `spec/diagnostics.json`, rendered from the catalog's templates.
+//! the catalog `python/fastagg/diagnostics.json` (the file the Python package
+//! reads too), rendered from the catalog's templates.
 //!
 //! The enum is written by hand and the templates are read from the catalog at
 //! compile time (`include_str!`) and parsed once: the variants stay readable
@@ -15,7 +16,7 @@ use serde_json::Value;
 use crate::aggregate::{cj, q};
 
 /// X1: the catalog, the single source of codes, rules and templates.
-const CATALOG: &str = include_str!("../../../spec/diagnostics.json");
+const CATALOG: &str = include_str!("../../../python/fastagg/diagnostics.json");
 
 /// One diagnostic: what was skipped, repaired or dropped, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -503,12 +504,12 @@ fn entry(code: &str) -> Option<&'static Entry> {
 
 fn parse_catalog() -> HashMap<String, Entry> {
     // The catalog is a compile-time constant, checked by the tests below and
-    // by tools/gen_diagnostics.py: a parse failure cannot depend on input.
+    // by tests/test_diagnostics_catalog.py: a parse failure cannot depend on input.
     static PARSED: OnceLock<Value> = OnceLock::new();
     let parsed = PARSED.get_or_init(|| serde_json::from_str(CATALOG).unwrap_or(Value::Null));
     let mut table = HashMap::new();
     let Some(Value::Array(items)) = parsed.get("diagnostics") else {
-        debug_assert!(false, "spec/diagnostics.json has no diagnostics list");
+        debug_assert!(false, "diagnostics.json has no diagnostics list");
         return table;
     };
     for item in items {
