@@ -394,17 +394,3 @@ def _json_to_py_via_value(text: str) -> Any:
     """The same through a ``serde_json::Value`` tree and its conversion (the path the
     builder replaces); ``-0`` is ``-0.0`` there, and 128 levels of nesting are too many
     (``serde_json``'s default limit; the core lifts it)."""
-
-# Private (L2, L71): the request guard's fast path; RequestGuard.extend is its only caller.
-def _guard_prefix(
-    contents: list[Any],
-    start: int,
-    pending: list[Any] | None,
-    pending_at: int,
-    last_role: Any,
-    unsigned: list[str],
-    require_signatures: bool,
-) -> tuple[int, list[Any] | None, int, Any]:
-    """``RequestGuard._one`` over ``contents[start:]`` while they are plain (exact dicts,
-    lists and strs) and valid: the guard's (seen, pending, pending_at, last_role) after the
-    last one checked; ``unsigned`` is updated in place. It stops where it is not sure."""

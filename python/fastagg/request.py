@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import _fastagg
 from ._json import Content, FunctionCall
 from .errors import InvalidRequestError
 
@@ -15,10 +14,6 @@ __all__ = ["SENTINEL_SIGNATURE", "check_request", "map_finish_reason", "strip_si
 SENTINEL_SIGNATURE = "skip_thought_signature_validator"
 
 MSG_TRAILING_MODEL = "Requests ending with a model turn are not supported"
-
-#: L71: ``RequestGuard._one`` over a run of plain contents, in the extension (None: off;
-#: the tests compare both ways).
-_prefix: Any = _fastagg._guard_prefix
 
 _FINISH: dict[str, str] = {
     "MAX_TOKENS": "length",
@@ -131,18 +126,6 @@ class RequestGuard:
 
     def extend(self, contents: list[Any]) -> None:
         """Validate the contents of ``contents`` not seen yet (the list may only have grown)."""
-        if type(contents) is list and self._seen < len(contents) and _prefix is not None:
-            # L71: the extension checks the plain contents, and stops where it is not sure;
-            # _one() goes on from there and raises every error.
-            self._seen, self._pending, self._pending_at, self._last_role = _prefix(
-                contents,
-                self._seen,
-                self._pending,
-                self._pending_at,
-                self._last_role,
-                self._unsigned,
-                self._require_signatures,
-            )
         for i in range(self._seen, len(contents)):
             self._one(i, contents[i])  # add(), one frame less per content (L71)
             self._seen += 1

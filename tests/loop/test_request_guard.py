@@ -1,8 +1,6 @@
-"""L2's guard in two paths (L71): the extension checks a run of plain contents and stops
-where it is not sure; ``RequestGuard._one`` goes on from there and raises every error.
-
-Both paths must agree on every content: the same error (type, text, location) or the
-same state after it.
+"""L2's guard as the turn loop runs it: one ``RequestGuard`` per turn, extended by each
+step's new contents. Growing the list step by step must say exactly what checking the
+whole list at once says: the same error (type, text, location) or the same state.
 """
 
 from __future__ import annotations
@@ -13,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from fastagg import request
 from fastagg.errors import InvalidRequestError
 from fastagg.request import RequestGuard
 
 
 class Text(str):
-    """A ``str`` subclass: equal to its value, but only Python's checks read it."""
+    """A ``str`` subclass: equal to its value (a caller's own string type)."""
 
 
 SIG = "c2lnbmF0dXJl"
@@ -155,25 +152,23 @@ def outcome(contents: list[Any], cuts: list[int], require: bool) -> list[Any]:
     return seen
 
 
-def test_l2_both_paths_say_the_same_of_every_hostile_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_l2_a_guard_grown_step_by_step_says_what_one_check_of_the_whole_says() -> None:
     rng = random.Random(2)
     turns = 0
     for _ in range(3000):
         contents = hostile_turn(rng)
         cuts = sorted(rng.sample(range(len(contents) + 1), min(2, len(contents) + 1)))
         require = rng.random() < 0.8
-        fast = outcome(contents, cuts, require)
-        with monkeypatch.context() as m:
-            m.setattr(request, "_prefix", None)
-            slow = outcome(contents, cuts, require)
-        assert fast == slow, contents
-        turns += fast[-1] == "ok"
+        grown = outcome(contents, cuts, require)
+        whole = outcome(contents, [], require)
+        assert grown[-1] == whole[-1], contents  # "ok", or the same error
+        if grown[-1] == "ok":
+            assert grown[-2] == whole[-2], contents  # and the same state
+        turns += grown[-1] == "ok"
     assert turns == 1105  # of 3,000: accepted and rejected turns were both compared
 
 
-def test_l71_the_extension_checks_a_plain_turn_without_the_python_checks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_l2_a_plain_tool_step_leaves_the_guard_ready_for_the_next() -> None:
     contents = [
         {"role": "user", "parts": [{"text": "Q"}]},
         {
@@ -192,18 +187,13 @@ def test_l71_the_extension_checks_a_plain_turn_without_the_python_checks(
             ],
         },
     ]
-
-    def never(*args: Any) -> None:
-        raise AssertionError("a plain content reached the Python checks")
-
-    monkeypatch.setattr(RequestGuard, "_one", never)
     guard = RequestGuard()
     guard.extend(contents)
     guard.check_end()
     assert _state(guard) == (3, None, 1, "user", [])
 
 
-def test_l2_the_extension_leaves_an_unsigned_call_to_check_end() -> None:
+def test_l2_an_unsigned_call_is_refused_at_check_end_with_its_place() -> None:
     contents = [
         {"role": "user", "parts": [{"text": "Q"}]},
         {"role": "model", "parts": [{"functionCall": {"name": "get", "args": {}}}]},

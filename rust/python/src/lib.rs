@@ -1,6 +1,5 @@
 //! `fastagg._fastagg`: the Python face of `fastagg-core`. Conversions only;
-//! every rule lives in the core crate, but for one fast path over Python
-//! objects that the Python code checks against (`guard`, L2).
+//! every rule lives in the core crate.
 
 mod aggregator;
 mod alloc;
@@ -13,7 +12,6 @@ mod detach;
 mod encode;
 mod errors;
 mod gc_pause;
-mod guard;
 mod handover;
 mod interactions;
 mod results;
@@ -62,6 +60,5 @@ fn _fastagg(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_json_to_py_via_value",
         wrap_pyfunction!(json_to_py_via_value, m)?,
     )?;
-    m.setattr("_guard_prefix", wrap_pyfunction!(guard::guard_prefix, m)?)?;
     Ok(())
 }
