@@ -120,8 +120,8 @@ def measure(stream: corpus.Stream, rounds: int, per_round: int) -> Stages:
             t0 = time.perf_counter()
             for result in results:
                 result.parts  # noqa: B018 (the first read builds them)
-            # R11: the builds set off no collection; the one they are owed runs
-            # at the next container made, here, so that it is timed with them.
+            # A collection the builds' allocations are owed and have not run yet
+            # runs at the next container made, here, so that it is timed with them.
             owed: list[None] = [None]
             stages.rounds["parts"].append(time.perf_counter() - t0)
             del owed
@@ -173,9 +173,8 @@ def stages_markdown(settings: Any, measured: dict[str, Stages] | None = None) ->
         "ratios are medians over the rounds. `scan + aggregate` is `feed()` of every 4 KiB "
         "chunk and `close()`, with no Python object of a part built; `.parts` is its first "
         "read on a closed result, `of it, gc` the part of that time the cyclic garbage "
-        "collector ran (`gc.callbacks`; with R11 the builds set off none, and the one "
-        "collection they are owed runs at the first container made after them, timed with "
-        "them); `kept parts, orjson` is `orjson.loads` of every part "
+        "collector ran (`gc.callbacks`, including a collection the builds were owed that "
+        "runs at the first container made after them); `kept parts, orjson` is `orjson.loads` of every part "
         "of the payloads that is not plain text (for complete calls, the texts `.parts` "
         "builds from); `floor` is `orjson.loads` of every "
         "payload. fastagg meets the floor when `scan ÷ floor` and `.parts ÷ floor` add up to "

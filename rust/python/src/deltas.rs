@@ -8,7 +8,6 @@ use pyo3::IntoPyObjectExt;
 use serde_json::Value;
 
 use crate::convert::{call_to_py, to_py};
-use crate::gc_pause::GcPause;
 
 macro_rules! record_class {
     ($name:ident, $doc:literal, $($field:ident : $ty:ty),+) => {
@@ -131,10 +130,7 @@ impl<'py> IntoPyObject<'py> for &LazyJson {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.object
-            .get_or_try_init(py, || {
-                let _pause = GcPause::new(py); // R11
-                self.build(py).map(Bound::unbind)
-            })
+            .get_or_try_init(py, || self.build(py).map(Bound::unbind))
             .map(|o| o.bind(py).clone())
     }
 }

@@ -1,5 +1,7 @@
 //! RULE R13 (binding): the long strings a closed result's core handed over,
 //! each turned into its `str` once and put back wherever a value is read.
+//! Kept for R4's memory bound (R20: a 32 MiB argument peaked at 70.0 MiB
+//! after `.function_calls` without it, 38.0 MiB with it).
 
 use std::sync::{Mutex, PoisonError};
 

@@ -15,7 +15,6 @@ use pyo3::{intern, IntoPyObjectExt};
 use crate::convert::{map_to_py, opt_to_py, to_py, with_bytes};
 use crate::deltas::deltas_to_py;
 use crate::errors::{closed_error, diagnostics_to_py, malformed_error};
-use crate::gc_pause::GcPause;
 
 /// The interactions state a `StreamAggregator` holds when `api="interactions"` (I1).
 pub struct IxStream {
@@ -156,7 +155,6 @@ impl InteractionResponse {
         values: &[serde_json::Value],
     ) -> PyResult<Bound<'py, PyList>> {
         let list = cell.get_or_try_init(py, || {
-            let _pause = GcPause::new(py); // R11
             let list = PyList::empty(py);
             for value in values {
                 list.append(to_py(py, value)?)?;
@@ -177,7 +175,6 @@ impl InteractionResponse {
     #[getter]
     fn steps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let steps = self.steps.get_or_try_init(py, || {
-            let _pause = GcPause::new(py); // R11
             let list = PyList::empty(py);
             for (_, step) in &self.inner.steps {
                 list.append(to_py(py, step)?)?;

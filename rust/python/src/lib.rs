@@ -11,7 +11,6 @@ mod deltas;
 mod detach;
 mod encode;
 mod errors;
-mod gc_pause;
 mod handover;
 mod interactions;
 mod results;

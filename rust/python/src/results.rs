@@ -13,21 +13,16 @@ use pyo3::IntoPyObjectExt;
 use crate::build::new_str;
 use crate::convert::{call_to_py, map_to_py, opt_to_py, part_to_py, to_py};
 use crate::errors::diagnostics_to_py;
-use crate::gc_pause::GcPause;
 use crate::handover::Handed;
 
-/// R6: the value in `cell`, built by `make` on the first read (R11: with the
-/// cyclic collector paused while it is built).
+/// R6: the value in `cell`, built by `make` on the first read.
 fn once<'py, T>(
     py: Python<'py>,
     cell: &PyOnceLock<Py<T>>,
     make: impl FnOnce() -> PyResult<Bound<'py, T>>,
 ) -> PyResult<Bound<'py, T>> {
     Ok(cell
-        .get_or_try_init(py, || {
-            let _pause = GcPause::new(py);
-            make().map(Bound::unbind)
-        })?
+        .get_or_try_init(py, || make().map(Bound::unbind))?
         .bind(py)
         .clone())
 }
@@ -78,7 +73,6 @@ impl Candidate {
 
     fn parts_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let parts = self.parts.get_or_try_init(py, || {
-            let _pause = GcPause::new(py); // R11
             let list = PyList::empty(py);
             for (i, part) in self.data().map_or(&[][..], |c| &c.parts).iter().enumerate() {
                 let value = part_to_py(py, part)?;
@@ -102,7 +96,6 @@ impl Candidate {
 
     fn calls_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let calls = self.calls.get_or_try_init(py, || {
-            let _pause = GcPause::new(py); // R11
             let parts = self.parts_list(py)?;
             let list = PyList::empty(py);
             let Some(data) = self.data() else {
