@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -16,9 +15,10 @@ from hypothesis import strategies as st
 import fastagg._fastagg as rust
 import fastagg.reference as reference
 from fastagg.errors import MalformedStreamError
+from random_budget import examples
 from streams import delta_tuple, error_view, result_view
 
-EXAMPLES = int(os.environ.get("FASTAGG_DIFF_EXAMPLES", "2000"))
+EXAMPLES = examples(400)
 
 IDS = st.sampled_from(["c1", "c2"])
 NAMES = st.sampled_from(["get_weather", "write_file"])

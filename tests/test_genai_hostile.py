@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import fastagg
 import fastagg.reference
 from fastagg._chunks import _GENAI_LOCAL_FIELDS, _plain, chunk_to_mapping
+from random_budget import examples
 
 types = pytest.importorskip("google.genai.types")
 fastagg_genai = pytest.importorskip("fastagg.genai")
@@ -112,7 +113,7 @@ def _convert(impl: ModuleType, chunks: list[dict[str, Any]]) -> tuple[Any, list[
     return response.model_dump(mode="json"), [str(w.message) for w in caught]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_chunk(), min_size=1, max_size=3))
 def test_g1_to_genai_never_raises_on_random_responses_and_both_impls_agree(
     chunks: list[dict[str, Any]],
@@ -122,7 +123,7 @@ def test_g1_to_genai_never_raises_on_random_responses_and_both_impls_agree(
     assert rust == reference
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_chunk(), min_size=1, max_size=3))
 def test_g4_sdk_objects_built_from_random_responses_read_as_model_dump_reads_them(
     chunks: list[dict[str, Any]],

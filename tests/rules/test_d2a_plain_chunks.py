@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import fastagg
 import fastagg.reference
+from random_budget import examples
 
 
 class Tag(str, enum.Enum):
@@ -58,7 +59,7 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=values, args=values, extra=values)
 def test_d2a_any_dict_chunk_gives_what_the_reference_gives(
     text: Any, args: Any, extra: Any

@@ -5,7 +5,6 @@ chunking, rule tests by id, and hypothesis differential tests (Rust vs twin)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,11 +16,12 @@ from hypothesis import strategies as st
 import fastagg._fastagg as rust
 import fastagg.reference as reference
 from fastagg.errors import AggregatorClosed, MalformedStreamError
+from random_budget import examples
 from streams import as_json, chunkings, delta_tuple, diagnostics_view, error_view
 
 CASES_FILE = Path(__file__).resolve().parent.parent / "conformance" / "interactions.json"
 CASES: list[dict[str, Any]] = json.loads(CASES_FILE.read_text("utf-8"))["cases"]
-EXAMPLES = int(os.environ.get("FASTAGG_DIFF_EXAMPLES", "2000")) // 4
+EXAMPLES = examples(100)
 # Compared as JSON text: key order and int/float matter (steps are resent verbatim).
 JSON_FIELDS = {"steps", "function_calls", "usage", "error"}
 FIELDS = [

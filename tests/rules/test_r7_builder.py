@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastagg._fastagg import _json_to_py, _json_to_py_via_value
+from random_budget import examples
 
 
 def typed(value: Any) -> Any:
@@ -273,14 +274,14 @@ _DUMPS: dict[str, Callable[[Any], str]] = {
 }
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_VALUES, st.sampled_from(sorted(_DUMPS)))
 def test_r7_any_json_text_builds_what_orjson_loads(value: Any, style: str) -> None:
     text = _DUMPS[style](value)
     assert typed(_json_to_py(text)) == typed(orjson.loads(text))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_VALUES, st.sampled_from(sorted(_DUMPS)))
 def test_r7_any_json_text_builds_what_the_value_path_converts(value: Any, style: str) -> None:
     # Serialisers never write -0, the one text the two read apart.
@@ -288,7 +289,7 @@ def test_r7_any_json_text_builds_what_the_value_path_converts(value: Any, style:
     assert typed(_json_to_py(text)) == typed(_json_to_py_via_value(text))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_VALUES, st.data())
 def test_r7_a_damaged_text_builds_what_orjson_loads_or_is_a_value_error(
     value: Any, data: st.DataObject
