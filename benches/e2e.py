@@ -19,8 +19,7 @@ threads) per event received:
   waiting task on every read, as any pull-style reader must (a future set,
   the loop's handle, the task's step), and still parsing nothing;
 - ``fastagg/<t>``: ``GeminiClient(transport=t).stream()`` and
-  ``fastagg.transport.pump(body, StreamAggregator.feed)`` (H11: on the
-  default transport fed inside the read callback, elsewhere per chunk), then
+  ``fastagg.transport.pump(body, StreamAggregator.feed)`` (H11: per chunk), then
   ``close()`` and ``.parts``; ``raw/<t>`` pumps the body into a function that
   does nothing;
 - ``google-genai``: ``client.aio.models.generate_content_stream`` (its own
@@ -53,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 import fastagg
-from fastagg.transport import AiohttpTransport, AsyncioTransport, HttpxTransport, pump
+from fastagg.transport import AiohttpTransport, HttpxTransport, pump
 
 from . import contenders as C
 from . import corpus
@@ -68,7 +67,7 @@ SERVER_LIFETIME = 1800.0  # seconds: the server subprocess exits by itself after
 E2E_STREAMS = ("text", "tool_parallel", "streamed_args", "interleaved", "agentic")
 WRITE = 4096
 PROMPT = "stream:"
-TRANSPORTS = ("asyncio", "aiohttp", "httpx")  # the built-in stacks, the default first
+TRANSPORTS = ("aiohttp", "httpx")  # the built-in stacks, the default first
 DEFAULT = TRANSPORTS[0]
 OURS = f"fastagg/{DEFAULT}"  # the row the targets judge
 RAW = f"raw/{DEFAULT}"  # the transport alone
@@ -223,7 +222,6 @@ class FastaggContender(Contender):
         # A pool as large as the highest concurrency: no stream waits for a connection.
         transport = {
             "aiohttp": AiohttpTransport,
-            "asyncio": AsyncioTransport,
             "httpx": HttpxTransport,
         }[self.transport]()
         self.client = fastagg.GeminiClient(
@@ -724,25 +722,7 @@ async def _strategy_cpu(
     target = fastagg.GeminiClient(corpus.GEMINI_MODEL, api_key="b", base_url=url).stream_url
     headers = {"content-type": "application/json"}
     out: dict[str, float] = {}
-    own = AsyncioTransport()
     async with aiohttp.ClientSession() as session, httpx.AsyncClient() as http:
-
-        async def via_asyncio() -> None:
-            feed = fastagg.StreamAggregator(deltas=False).feed
-            response = await own.post(target, body, headers, None)
-            try:
-                async for chunk in response:
-                    feed(chunk)
-            finally:
-                await response.aclose()
-
-        async def via_asyncio_pump() -> None:
-            feed = fastagg.StreamAggregator(deltas=False).feed
-            response = await own.post(target, body, headers, None)
-            try:
-                await response.pump(feed)
-            finally:
-                await response.aclose()
 
         def via_aiohttp(read: Callable[[Any], Any]) -> Callable[[], Awaitable[None]]:
             async def one() -> None:
@@ -774,8 +754,6 @@ async def _strategy_cpu(
                 yield data
 
         ways: dict[str, Callable[[], Awaitable[None]]] = {
-            "fastagg's asyncio HTTP/1.1 client, pumped (H11; the default's way)": via_asyncio_pump,
-            "fastagg's asyncio HTTP/1.1 client, iterated": via_asyncio,
             "aiohttp readany() (its transport)": via_aiohttp(lambda c: c.iter_any()),
             "aiohttp readchunk() (one HTTP chunk each)": via_aiohttp(chunks_of),
             "aiohttp iter_chunked(4 KiB)": via_aiohttp(lambda c: c.iter_chunked(4096)),
@@ -794,7 +772,6 @@ async def _strategy_cpu(
 
         for label, fn in ways.items():
             out[label] = 1e6 * await _cpu_per_event(Way(fn), stream, concurrency, events, reps)
-    await own.aclose()
     return out
 
 
@@ -926,8 +903,7 @@ def e2e_markdown(quick: bool) -> str:
         + ", ".join(f"`{n}` {s.events:,}" for n, s in streams.items())
         + "). `at once`: streams in flight together in one event loop. `raw/*` reads the "
         "body and aggregates nothing; `fastagg/*` is `GeminiClient(transport=...).stream()` + "
-        "`fastagg.transport.pump(body, agg.feed)` + `close().parts` (H11: on the default "
-        "transport the body is fed inside the read callback, on the others chunk by chunk; "
+        "`fastagg.transport.pump(body, agg.feed)` + `close().parts` (H11: chunk by chunk; "
         "`raw/*` pumps into a function that does nothing); `in process` is the aggregation alone on the same bytes "
         "(the contenders table's fastagg row). google-genai uses its own default async stack; "
         "the ADK row is `google.adk.models.Gemini.generate_content_async(stream=True)` (ADK's "

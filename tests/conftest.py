@@ -36,7 +36,7 @@ def load_scenarios() -> list[dict[str, Any]]:
         return json.load(fh)
 
 
-@pytest.fixture(params=["aiohttp", "asyncio", "httpx"])
+@pytest.fixture(params=["aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest) -> str:
     """The name of one built-in HTTP transport of GeminiClient (H3: tests run on each)."""
     return str(request.param)
@@ -47,8 +47,7 @@ def transport(request: pytest.FixtureRequest) -> str:
 # servers: its transports are not asyncio's classes, its clock counts milliseconds).
 EVENT_LOOP_MODULES = frozenset(
     {
-        "test_asyncio_transport.py",
-        "test_http1.py",
+        "test_transport.py",
         "test_http_client.py",
         "test_fake_server.py",
         "test_event_loops.py",
@@ -119,15 +118,15 @@ def loop_thread() -> Iterator[LoopThread]:
 
 @pytest.fixture
 def pump_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The status of every response the default transport pumped (H11), in order."""
-    from fastagg._asyncio_transport import AsyncioResponse
+    """The status of every response ``InteractionsClient.run`` pumped (H11), in order."""
+    from fastagg import interactions_client
 
     calls: list[int] = []
-    pump = AsyncioResponse.pump
+    pump = interactions_client.pump
 
-    async def counted(self: AsyncioResponse, feed: Callable[[bytes], object]) -> None:
-        calls.append(self.status)
-        await pump(self, feed)
+    async def counted(body: Any, feed: Callable[[bytes], object]) -> None:
+        calls.append(body.status)
+        await pump(body, feed)
 
-    monkeypatch.setattr(AsyncioResponse, "pump", counted)
+    monkeypatch.setattr(interactions_client, "pump", counted)
     return calls

@@ -14,7 +14,6 @@ CHUNKS = [chunk(text("Hello"), usage=usage(3)), final(signature("s"), usage=usag
 # The stack's own exception name follows the transport-neutral prefix (H5).
 DROP_ERROR = {
     "aiohttp": "ClientPayloadError",
-    "asyncio": "IncompleteBody",
     "httpx": "RemoteProtocolError",
 }
 

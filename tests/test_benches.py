@@ -200,9 +200,9 @@ def test_h3_e2e_targets_judge_the_default_transport() -> None:
     # The targets table reads the rows of GeminiClient's default transport (H3).
     from fastagg.transport import make_transport
 
-    assert e2e.TRANSPORTS == ("asyncio", "aiohttp", "httpx")
+    assert e2e.TRANSPORTS == ("aiohttp", "httpx")
     assert type(make_transport()[0]) is type(make_transport(transport=e2e.DEFAULT)[0])
-    assert (e2e.OURS, e2e.RAW) == ("fastagg/asyncio", "raw/asyncio")
+    assert (e2e.OURS, e2e.RAW) == ("fastagg/aiohttp", "raw/aiohttp")
 
 
 def test_stages_section_times_each_stage_of_every_stream() -> None:
@@ -308,16 +308,15 @@ def test_k6_e2e_pairs_alternate_their_order() -> None:
 
 def test_h9_e2e_per_request_measures_every_stack_beside_the_woken_floor() -> None:
     costs = e2e.per_request(rounds=1, requests=2)
-    assert list(costs) == ["raw/asyncio", "raw/aiohttp", "raw/httpx", "floor + wake"]
+    assert list(costs) == ["raw/aiohttp", "raw/httpx", "floor + wake"]
     assert all(us > 0 for us in costs.values())
 
 
 def test_h9_e2e_per_request_rows_are_each_stack_less_the_woken_floor() -> None:
     rows = e2e._per_request_markdown(
-        {"raw/asyncio": 150.0, "raw/aiohttp": 400.0, "raw/httpx": 1500.0, "floor + wake": 110.0}
+        {"raw/aiohttp": 400.0, "raw/httpx": 1500.0, "floor + wake": 110.0}
     )
-    assert rows[-4:] == [
-        "| raw/asyncio | 150 | 40 |",
+    assert rows[-3:] == [
         "| raw/aiohttp | 400 | 290 |",
         "| raw/httpx | 1500 | 1390 |",
         "| floor + wake | 110 | - |",

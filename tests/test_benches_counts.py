@@ -201,7 +201,6 @@ def test_h9_k7_per_request_rows_are_each_stack_less_the_floor(
 
     per_request = {
         "floor": made_up(60_000, 39.0),
-        "asyncio": made_up(130_000, 95.2),
         "aiohttp": made_up(400_000, 250.0),
         "httpx": made_up(1_500_000, 900.5),
     }
@@ -209,8 +208,7 @@ def test_h9_k7_per_request_rows_are_each_stack_less_the_floor(
     monkeypatch.setattr(transport_counts, "per_chunk", lambda t, s=None: made_up(7_000, 0.3))
     monkeypatch.setattr(transport_counts, "per_request", per_request.__getitem__)
     rows = transport_counts.transport_counts_markdown().splitlines()
-    assert rows[-4:] == [
-        "| raw/asyncio | 130,000 | 70,000 | 95.2 |",
+    assert rows[-3:] == [
         "| raw/aiohttp | 400,000 | 340,000 | 250.0 |",
         "| raw/httpx | 1,500,000 | 1,440,000 | 900.5 |",
         "| floor + wake | 60,000 | - | 39.0 |",

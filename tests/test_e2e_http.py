@@ -36,6 +36,7 @@ from fastagg.testing import (
 )
 from fastagg.testing.scenarios import NOTE_BODY, get_weather, lookup
 from fastagg.testing.validate import MSG_MULTI_TURN_END, missing_signature_message
+from fastagg.transport import AiohttpResponse
 
 USER = {"role": "user", "parts": [{"text": DEMO_PROMPT}]}
 ANSWER_SIG = signature("answer")
@@ -423,18 +424,28 @@ async def test_validator_refuses_parallel_calls_split_into_interleaved_turns() -
     assert error.message.startswith("Function call is missing a thought_signature")
 
 
-# --- H11: without a sink the default transport pushes the body into the aggregator --------
+# --- H11: without a sink a body that pushes its bytes is pumped ----------------------------
 
 
-async def test_h11_l70_without_a_sink_the_default_transport_pumps_each_body(
-    pump_calls: list[int],
+async def test_h11_l70_without_a_sink_a_body_with_its_own_pump_is_pumped(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    quiet, server = await turn("asyncio", demo_scenario())
-    assert pump_calls == [200] * len(server.requests)
-    pump_calls.clear()
+    # A transport whose body can push its bytes (a third party's) is pumped when the
+    # turn has no sink, and iterated when it has one: the same turn either way.
+    calls: list[int] = []
+
+    async def pushing(self: AiohttpResponse, feed: Any) -> None:
+        calls.append(self.status)
+        async for piece in self:
+            feed(piece)
+
+    monkeypatch.setattr(AiohttpResponse, "pump", pushing, raising=False)
+    quiet, server = await turn("aiohttp", demo_scenario())
+    assert calls == [200] * len(server.requests)
+    calls.clear()
     events: list[Any] = []
-    loud, _ = await turn("asyncio", demo_scenario(), on_event=events.append)
-    assert pump_calls == []  # with a sink the deltas are delivered chunk by chunk
+    loud, _ = await turn("aiohttp", demo_scenario(), on_event=events.append)
+    assert calls == []  # with a sink the deltas are delivered chunk by chunk
     assert (quiet.stop_reason, quiet.text, quiet.contents) == (
         loud.stop_reason,
         loud.text,

@@ -216,9 +216,11 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_interactions_turns_keep_every_
     # The scripts reach the four ways a turn ends without a clock, each several times.
     if (TURNS, SEED) != (150, 4):
         return
+    # On aiohttp (H8) turns 92 and 103 end with provider-error: their third resume is
+    # answered with a head and a close, which the removed own client let complete.
     assert stops == {
-        StopReason.COMPLETED: 100,
-        StopReason.PROVIDER_ERROR: 37,
+        StopReason.COMPLETED: 98,
+        StopReason.PROVIDER_ERROR: 39,
         StopReason.STEP_CAP: 5,
         StopReason.ABORTED: 8,
     }

@@ -15,7 +15,7 @@ import fastagg
 from conftest import event_loops
 from fastagg.client import GeminiClient
 from fastagg.testing import FakeGemini, call, chunk, final, signature, text
-from fastagg.transport import AsyncioTransport
+from fastagg.transport import AiohttpTransport
 
 REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
 CHUNKS = [chunk(text("Hello")), chunk(text(" world")), final(signature("s1"))]
@@ -42,7 +42,7 @@ async def test_h10_the_default_transport_streams_a_body_on_every_event_loop() ->
         FakeGemini([CHUNKS, CHUNKS]) as server,
         GeminiClient("m", api_key="k", base_url=server.url) as client,
     ):
-        assert isinstance(client.transport, AsyncioTransport)
+        assert isinstance(client.transport, AiohttpTransport)
         received = b""
         async with client.stream(REQUEST, timeout=None) as body:
             async for piece in body:
@@ -52,7 +52,7 @@ async def test_h10_the_default_transport_streams_a_body_on_every_event_loop() ->
     assert loop_name() in event_loops()
     assert received == BODY
     assert again == BODY
-    # H8: one kept-alive connection carried both requests.
+    # H3: one kept-alive connection carried both requests.
     assert [r.peer for r in server.records] == [server.records[0].peer] * 2
 
 

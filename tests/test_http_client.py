@@ -23,7 +23,6 @@ from fastagg.testing import FakeGemini, Step
 from fastagg.testing.validate import MSG_MULTI_TURN_END
 from fastagg.transport import (
     AiohttpTransport,
-    AsyncioTransport,
     HttpxTransport,
     Response,
     Transport,
@@ -34,7 +33,6 @@ from http_bodies import CHUNKS, DROP_ERROR, REQUEST, frames, read_request
 # The stack's own exception name follows the transport-neutral prefix (H5).
 CONNECT_ERROR = {
     "aiohttp": "ClientConnectorError",
-    "asyncio": "ConnectionRefusedError",
     "httpx": "ConnectError",
 }
 
@@ -374,8 +372,8 @@ async def test_h4_shared_aiohttp_session_is_used_and_not_closed_by_aclose() -> N
         assert not session.closed
 
 
-def test_h3_default_transport_is_fastaggs_own_asyncio_client() -> None:
-    assert isinstance(GeminiClient("m", api_key="k").transport, AsyncioTransport)
+def test_h8_the_default_transport_is_aiohttp() -> None:
+    assert isinstance(GeminiClient("m", api_key="k").transport, AiohttpTransport)
     assert isinstance(
         GeminiClient("m", api_key="k", transport="aiohttp").transport, AiohttpTransport
     )
@@ -383,9 +381,7 @@ def test_h3_default_transport_is_fastaggs_own_asyncio_client() -> None:
 
 
 def test_h4_unknown_transport_and_client_are_clear_errors() -> None:
-    with pytest.raises(
-        ValueError, match=r"unknown transport 'curl'; use one of: aiohttp, asyncio, httpx"
-    ):
+    with pytest.raises(ValueError, match=r"unknown transport 'curl'; use one of: aiohttp, httpx"):
         GeminiClient("m", api_key="k", transport="curl")
     with pytest.raises(TypeError, match=r"http_client must be an aiohttp\.ClientSession"):
         GeminiClient("m", api_key="k", http_client=object())
@@ -680,7 +676,6 @@ async def test_h7_a_broken_chunk_line_after_part_of_the_body_ends_it_on_every_tr
         f"connection failed after {len(body)} bytes of the body: "
         + {
             "aiohttp": "ClientPayloadError: the connection closed before the body ended",
-            "asyncio": "HttpProtocolError: a chunk-size line is not hexadecimal: b'zz'",
             "httpx": "RemoteProtocolError: illegal chunk header",
         }[transport]
     )

@@ -36,8 +36,8 @@ def test_h12_the_floors_are_the_runtime_dependencies_of_pyproject() -> None:
     # aiohttp 3.12.4 is the first release with the connection's `closed` future (H7).
     assert pins == [
         "orjson==3.9.15",
-        "httpx==0.28.1",
         "aiohttp==3.12.4",
+        "httpx==0.28.1",
         "google-genai==1.68",
         "google-auth[requests]==2.47.0",
     ]

@@ -1,7 +1,7 @@
 """Pin every runtime dependency of fastagg to the floor pyproject.toml allows.
 
 `python tools/lowest_deps.py` prints one `name==floor` per line, for each of
-`[project].dependencies` and of the `genai` and `vertex` extras, for
+`[project].dependencies` and of the `httpx`, `genai` and `vertex` extras, for
 `pip install`: CI installs them into the oldest Python's venv, so the whole
 suite runs on the oldest CPython with the oldest dependencies the package
 claims to work with (spec/turn-loop.md H12). A floor that is never installed
@@ -27,7 +27,7 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 _FLOOR = re.compile(
     r"([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._,-]+\])?)\s*>=\s*([0-9][0-9A-Za-z.]*)"
 )
-EXTRAS = ("genai", "vertex")
+EXTRAS = ("httpx", "genai", "vertex")
 
 
 def floors(pyproject: str, extras: tuple[str, ...] = EXTRAS) -> list[str]:

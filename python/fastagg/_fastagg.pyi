@@ -17,7 +17,6 @@ __all__ = [
     "CallEnd",
     "CallStart",
     "Candidate",
-    "ChunkedDecoder",
     "Finish",
     "InteractionResponse",
     "SseDecoder",
@@ -364,26 +363,6 @@ class SseDecoder:
         """Feed bytes (any split); returns the events completed by them."""
     def close(self) -> list[SseEvent]:
         """End of input: the events a missing final blank line held back."""
-
-@final
-class ChunkedDecoder:
-    """Decodes one chunked HTTP/1.1 body as its bytes arrive (any split); the
-    asyncio transport's framing (turn-loop.md H8)."""
-
-    def __new__(cls) -> Self: ...
-    def decode(self, data: bytes) -> bytes:
-        """The payload bytes in ``data``. After a framing error, the payload before
-        it; ``error`` is then set and later calls return ``b""``."""
-    @property
-    def done(self) -> bool:
-        """The last chunk and the trailers ended."""
-    @property
-    def beyond(self) -> int:
-        """Bytes given after the body's end (a connection that cannot be reused)."""
-    @property
-    def error(self) -> tuple[str, bytes] | None:
-        """None, or what is wrong: ``("not-hex" | "too-large", line)``,
-        ``("line-too-long", b"")`` or ``("no-crlf", b"")``."""
 
 # Private (R7 (binding)): for tests and benchmarks only, not part of the API.
 def _json_to_py(text: str) -> Any:

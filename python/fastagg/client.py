@@ -4,8 +4,7 @@ The client only moves bytes: it builds the ``:streamGenerateContent?alt=sse``
 URL and headers, serializes the request with orjson, and hands the raw body
 chunks to the caller (the turn loop feeds them to the Rust aggregator). Non-200
 answers and transport failures become :class:`fastagg.errors.ProviderError`.
-The HTTP stack is a :mod:`fastagg.transport` (fastagg's own HTTP/1.1 client
-by default, aiohttp or httpx).
+The HTTP stack is a :mod:`fastagg.transport` (aiohttp by default, or httpx).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urljoin
 
 import orjson
 
@@ -27,7 +26,7 @@ from ._rpc import parse_retry_after as parse_retry_after
 from ._rpc import retry_info_delay as retry_info_delay
 from .errors import ProviderError
 from .interactions_wire import request_body
-from .transport import Response, Transport, make_transport
+from .transport import Response, Transport, make_transport, origin_of
 
 if TYPE_CHECKING:
     import aiohttp
@@ -66,8 +65,9 @@ class GeminiClient:
     version and resource path are appended as google-genai does with
     ``HttpOptions(base_url=...)``.
 
-    The body is read by fastagg's own HTTP/1.1 client (``transport="asyncio"``)
-    unless ``transport="aiohttp"`` or ``"httpx"`` (H3).
+    The body is read by aiohttp (``transport="aiohttp"``, the default) or by httpx
+    (``transport="httpx"``, with ``pip install 'fastagg[httpx]'``) (H3, H8). No
+    redirect is followed: a 3xx answer is a :class:`ProviderError` (H15).
     ``http_client`` is your own ``aiohttp.ClientSession``, ``httpx.AsyncClient``
     or :class:`fastagg.transport.Transport` (several clients may share one);
     it is then not closed by :meth:`aclose` (H4).
@@ -116,6 +116,7 @@ class GeminiClient:
         self._headers: dict[str, str] = {
             "content-type": "application/json",
             "user-agent": USER_AGENT,
+            "accept-encoding": "identity",  # H18: a compressed body is only bounded
         }
         if vertex:
             self._init_vertex(model, api_key, project, location, credentials, base_url, api_version)
@@ -289,7 +290,7 @@ class GeminiClient:
             )
         headers = {**(await self._request_headers()), "accept": "text/event-stream"}
         response = await get(url, headers, timeout)
-        async with streaming_body(response) as chunks:
+        async with streaming_body(response, url) as chunks:
             yield chunks
 
 
@@ -321,7 +322,7 @@ class _Posted:
             headers = {**headers, "accept": "text/event-stream"}
         response = await client.transport.post(self._url, body, headers, self._timeout)
         try:
-            await _raise_unless_ok(response)
+            await _raise_unless_ok(response, self._url)
         except BaseException:
             await response.aclose()
             raise
@@ -335,25 +336,45 @@ class _Posted:
 
 
 @asynccontextmanager
-async def streaming_body(response: Response) -> AsyncIterator[Response]:
+async def streaming_body(response: Response, url: str) -> AsyncIterator[Response]:
     """``response`` itself when its status is 200, else its :class:`ProviderError` (H2);
     closed when the block exits, however it exits."""
     try:
-        await _raise_unless_ok(response)
+        await _raise_unless_ok(response, url)
         yield response
     finally:
         await response.aclose()
 
 
-async def _raise_unless_ok(response: Response) -> None:
-    """The :class:`ProviderError` of a response whose status is not 200 (H2)."""
-    if response.status != 200:
+async def _raise_unless_ok(response: Response, url: str) -> None:
+    """The :class:`ProviderError` of a response whose status is not 200 (H2, H15)."""
+    status = response.status
+    if 300 <= status < 400:
+        raise _redirected(response, url)
+    if status != 200:
         raise provider_error_from_response(
             response.status,
             await response.read_error_body(MAX_ERROR_BODY),
             response.headers,
             reason=response.reason,
         )
+
+
+# H15: the Gemini API never redirects; following one would send the key along
+def _redirected(response: Response, url: str) -> ProviderError:
+    """A redirect as an error that names where it pointed (its origin only: a
+    query may hold a secret of the server's)."""
+    location = response.headers.get("location")
+    there = origin_of(urljoin(url, location)) if location else origin_of(url)
+    return ProviderError(
+        response.status,
+        None,
+        f"HTTP {response.status} {response.reason}".strip()
+        + f": the server sent the request on to {there}; fastagg follows no redirect (the"
+        " API key or token would go with it): point base_url at the address that answers",
+        False,
+        kind="http",
+    )
 
 
 def _join(base: str, version: str, resource: str) -> str:

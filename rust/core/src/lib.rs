@@ -10,7 +10,6 @@ pub mod diagnostics;
 pub mod error;
 pub mod event;
 pub mod framing;
-pub mod http_chunked;
 pub mod interactions;
 pub mod json_path;
 pub mod scan;

@@ -4,7 +4,6 @@
 mod aggregator;
 mod alloc;
 mod build;
-mod chunked;
 mod convert;
 mod decoder;
 mod deltas;
@@ -18,7 +17,6 @@ mod results;
 use pyo3::prelude::*;
 
 use crate::aggregator::StreamAggregator;
-use crate::chunked::ChunkedDecoder;
 use crate::decoder::SseDecoder;
 use crate::deltas::{ArgDelta, CallEnd, CallStart, Finish, SseEvent, StreamError, TextDelta};
 use crate::results::{AggregatedResponse, Candidate};
@@ -41,7 +39,6 @@ fn json_to_py_via_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py,
 #[pymodule]
 fn _fastagg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamAggregator>()?;
-    m.add_class::<ChunkedDecoder>()?;
     m.add_class::<AggregatedResponse>()?;
     m.add_class::<Candidate>()?;
     m.add_class::<TextDelta>()?;
