@@ -14,9 +14,19 @@ from typing import Any
 
 import pytest
 
+from random_budget import examples
+
 ROOT = Path(__file__).resolve().parent.parent
 # Vendored from the project's shared folder; tests/test_vendored.py notices drift.
 SCENARIOS = ROOT / "tests" / "conformance" / "scenarios.json"
+
+try:  # the framework venvs of .ci/run have no hypothesis: none of their tests needs it
+    from hypothesis import settings
+except ImportError:  # pragma: no cover - depends on the venv
+    pass
+else:  # random tests without a count of their own run examples(20) (hypothesis's is 100)
+    settings.register_profile("fastagg", max_examples=examples(20))
+    settings.load_profile("fastagg")
 
 IMPLS = {"rust": "fastagg._fastagg", "reference": "fastagg.reference"}
 # The sys.path entry this process imports fastagg from, for the subprocesses tests start:
