@@ -21,7 +21,7 @@ the model answers or a budget ends the turn. The parts:
   copies nothing, and the request guard (L2) only checks the contents added
   since the previous request.
 - :mod:`.stream`: one model request, through its long-decode hops and
-  resumes (the pure parts in :mod:`fastagg.continuation`).
+  resumes (the pure parts in :mod:`fastagg.loop.continuation`).
 - :mod:`.emit`: events; text and thought deltas become events as ``feed()``
   returns them. :mod:`.messages`: the texts. :mod:`.usage`: usage and the
   context guard.

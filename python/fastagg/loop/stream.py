@@ -18,7 +18,11 @@ from typing import Any
 
 from .._fastagg import ArgDelta
 from .._json import Request
-from ..continuation import (
+from ..errors import MalformedStreamError, ProviderError
+from ..events import Phase
+from ..model import ModelClient
+from .clock import TurnClock
+from .continuation import (
     MAX_HOPS,
     MAX_RESUMES,
     CallCarry,
@@ -28,10 +32,6 @@ from ..continuation import (
     hop_request,
     hop_token,
 )
-from ..errors import MalformedStreamError, ProviderError
-from ..events import Phase
-from ..model import ModelClient
-from .clock import TurnClock
 from .emit import DeltaEvents
 from .messages import describe
 from .usage import UsageMeter

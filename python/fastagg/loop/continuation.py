@@ -16,9 +16,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._fastagg import SseDecoder, SseEvent
-from ._json import JSONObject, Part
-from .errors import MalformedStreamError
+from .._fastagg import SseDecoder, SseEvent
+from .._json import JSONObject, Part
+from ..errors import MalformedStreamError
 
 # CallCarry, Continued and StepCarry are the loop's own carriers between segments, not API.
 __all__ = [
