@@ -128,8 +128,8 @@ def loop_thread() -> Iterator[LoopThread]:
 
 @pytest.fixture
 def pump_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The status of every response ``InteractionsClient.run`` pumped (H11), in order."""
-    from fastagg import interactions_client
+    """The status of every response ``GeminiClient.run`` pumped (H11), in order."""
+    from fastagg.client import gemini as interactions_client
 
     calls: list[int] = []
     pump = interactions_client.pump

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from fastagg.client import GeminiClient
+from fastagg.client.transport import AiohttpResponse
 from fastagg.errors import ProviderError
 from fastagg.limits import StopReason, TurnLimits
 from fastagg.loop import MALFORMED_NOTE, run_turn
@@ -36,7 +37,6 @@ from fastagg.testing import (
 )
 from fastagg.testing.scenarios import NOTE_BODY, get_weather, lookup
 from fastagg.testing.validate import MSG_MULTI_TURN_END, missing_signature_message
-from fastagg.transport import AiohttpResponse
 
 USER = {"role": "user", "parts": [{"text": DEMO_PROMPT}]}
 ANSWER_SIG = signature("answer")

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from fastagg import StreamAggregator
+from fastagg.client import GeminiClient, InteractionsClient
 from fastagg.errors import ProviderError
-from fastagg.interactions_client import InteractionsClient
 from fastagg.testing.fake_interactions import (
     FakeInteractions,
     InteractionTurn,
@@ -207,13 +207,19 @@ async def test_requests_are_checked_like_the_service() -> None:
         }
 
 
-async def test_i21_client_runs_calls_then_follow_up_and_resumes_drops() -> None:
+def _gemini_client_on_interactions(model: str, **kwargs: Any) -> GeminiClient:
+    return GeminiClient(model, api="interactions", **kwargs)
+
+
+# One client for both APIs: InteractionsClient is GeminiClient with api="interactions".
+@pytest.mark.parametrize(
+    "make", [InteractionsClient, _gemini_client_on_interactions], ids=["Interactions", "Gemini"]
+)
+async def test_i21_client_runs_calls_then_follow_up_and_resumes_drops(make: Any) -> None:
     dropped = InteractionTurn(CALLS_TURN.events, CALLS_TURN.status, CALLS_TURN.usage, drop_after=7)
     cut = InteractionTurn(ANSWER_TURN.events, usage=ANSWER_TURN.usage, cut_after_bytes=300)
     async with FakeInteractions([dropped, cut]) as server:
-        async with InteractionsClient(
-            "gemini-3.8-flash", api_key="k", base_url=server.url
-        ) as model:
+        async with make("gemini-3.8-flash", api_key="k", base_url=server.url) as model:
             assert model.interactions_url == f"{server.url}/v1beta/interactions"
             seen: list[Any] = []
             first = await model.run({"input": FIRST["input"]}, on_delta=seen.append)
@@ -286,7 +292,7 @@ def test_i21_interactions_url_per_backend(kwargs: dict[str, Any], url: str) -> N
 async def test_h11_run_pumps_each_body_and_delivers_every_delta_as_iterating_does(
     monkeypatch: pytest.MonkeyPatch, pump_calls: list[int]
 ) -> None:
-    from fastagg import interactions_client
+    from fastagg.client import gemini as interactions_client
 
     async def iterated(body: Any, feed: Any) -> None:
         async for chunk in body:
@@ -307,3 +313,18 @@ async def test_h11_run_pumps_each_body_and_delivers_every_delta_as_iterating_doe
     assert await deltas_of_one_run() == pushed
     assert pump_calls == [200]  # the second run iterated
     assert sum("CallEnd" in d for d in pushed[1]) == 2
+
+
+def test_i21_interactions_client_is_the_gemini_client_on_the_interactions_api() -> None:
+    from fastagg import interactions_client
+
+    assert interactions_client.InteractionsClient is InteractionsClient
+    assert issubclass(InteractionsClient, GeminiClient)
+    assert [n for n in vars(InteractionsClient) if not n.startswith("__")] == ["api"]
+    made = InteractionsClient("gemini-3.8-flash", api_key="k")
+    assert (made.api, repr(made)) == (
+        "interactions",
+        "GeminiClient(model='gemini-3.8-flash', backend='gemini', "
+        "url='https://generativelanguage.googleapis.com/v1beta/models/gemini-3.8-flash', "
+        "api='interactions')",
+    )

@@ -17,7 +17,9 @@ import orjson
 import pytest
 
 from conftest import LoopThread
-from fastagg.client import GeminiClient, parse_retry_after, provider_error_from_response
+from fastagg.client import GeminiClient
+from fastagg.client._rpc import http_error as provider_error_from_response
+from fastagg.client._rpc import parse_retry_after
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, Step
 from fastagg.testing.validate import MSG_MULTI_TURN_END

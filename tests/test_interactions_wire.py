@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from fastagg import GeminiClient, StreamAggregator
-from fastagg.interactions_wire import InteractionsTurn, request_body
+from fastagg.client.interactions_wire import InteractionsTurn, request_body
 from fastagg.limits import TurnResult
 from fastagg.loop import run_turn
 from fastagg.testing import FakeGemini, InteractionTurn

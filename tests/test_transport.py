@@ -21,8 +21,8 @@ import aiohttp
 import pytest
 
 from conftest import LoopThread
-from fastagg import transport as transport_module
 from fastagg.client import GeminiClient
+from fastagg.client import transport as transport_module
 from fastagg.errors import ProviderError
 from fastagg.testing import FakeGemini, chunk, final, signature, text
 from fastagg.transport import AiohttpTransport

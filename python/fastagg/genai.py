@@ -39,8 +39,8 @@ from ._chunks import chunk_to_mapping
 from ._fastagg import AggregatedResponse, StreamAggregator
 from ._genai_convert import GenaiConversionWarning, require_genai
 from ._json import Request
-from ._rpc import RETRYABLE_STATUSES, parse_retry_after, retry_info_delay
 from ._sdk_request import to_sdk
+from .client._rpc import RETRYABLE_STATUSES, parse_retry_after, retry_info_delay
 from .errors import FastaggError, ProviderError, UnfinishedCallError
 
 types = require_genai("fastagg.genai")

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from .._json import FunctionCall, JSONObject
-from .._rpc import retryable, stream_error
+from ..client._rpc import retryable, stream_error
 from ..errors import InvalidRequestError, ProviderError
 from ..events import StepOutcome
 from .messages import describe, error_label, times

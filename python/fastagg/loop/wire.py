@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from .._fastagg import StreamAggregator
 from .._json import Content, FunctionCall, JSONObject, Part, Request
-from ..interactions_wire import InteractionsTurn
+from ..client.interactions_wire import InteractionsTurn
 from ..model import ModelClient
 from ..request import RequestGuard
 from ..signatures import requires_signatures

@@ -17,8 +17,8 @@ from typing import Literal
 
 import orjson
 
-from ._json import JSONObject
-from .errors import ProviderError
+from .._json import JSONObject
+from ..errors import ProviderError
 
 #: HTTP statuses that are worth retrying (spec/contract/turn-loop.md L3).
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})

@@ -1,4 +1,6 @@
-"""``GeminiClient``: the built-in ``ModelClient`` for the Gemini API and Vertex AI.
+"""``GeminiClient``: the built-in ``ModelClient`` for the Gemini API and Vertex AI, on
+``streamGenerateContent`` or the Interactions API (``InteractionsClient`` is its
+``api="interactions"`` form).
 
 The client only moves bytes: it builds the ``:streamGenerateContent?alt=sse``
 URL and headers, serializes the request with orjson, and hands the raw body
@@ -12,28 +14,26 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urljoin
 
 import orjson
 
-from ._json import Request
-from ._rpc import RETRYABLE_STATUSES as RETRYABLE_STATUSES
+from .._fastagg import InteractionResponse, StreamAggregator
+from .._json import JSONObject, Request
+from ..errors import ProviderError
 from ._rpc import http_error as provider_error_from_response
-from ._rpc import parse_retry_after as parse_retry_after
-from ._rpc import retry_info_delay as retry_info_delay
-from .errors import ProviderError
 from .interactions_wire import request_body
-from .transport import Response, Transport, make_transport, origin_of
+from .transport import Response, Transport, make_transport, origin_of, pump
 
 if TYPE_CHECKING:
     import aiohttp
     import httpx
     from typing_extensions import Self
 
-__all__ = ["GeminiClient", "parse_retry_after", "provider_error_from_response", "retry_info_delay"]
+__all__ = ["GeminiClient", "InteractionsClient"]
 
 GEMINI_API_HOST = "https://generativelanguage.googleapis.com"
 VERTEX_GLOBAL_HOST = "https://aiplatform.googleapis.com"
@@ -76,7 +76,9 @@ class GeminiClient:
     (``{version}/interactions``, ``model`` and ``"stream": true`` added to the
     body) instead of ``streamGenerateContent``, so the turn loop runs on that
     API (spec/interactions.md I22); :meth:`resume` then reopens a dropped
-    stored interaction from its last ``event_id``.
+    stored interaction from its last ``event_id``. On either API, :meth:`create`
+    streams one Interactions body as given and :meth:`run` aggregates one
+    interaction, resuming a dropped stream (I21).
 
     Use as ``async with GeminiClient(...) as model:`` or call :meth:`aclose`.
     """
@@ -293,6 +295,69 @@ class GeminiClient:
         async with streaming_body(response, url) as chunks:
             yield chunks
 
+    def create(
+        self, request: JSONObject, *, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
+        """POST ``request`` (an Interactions body; ``model`` and ``"stream": true`` added)
+        and stream the body.
+
+        An async context manager yielding the raw body chunks; errors as
+        :meth:`GeminiClient.stream` raises them.
+        """
+        body = {"model": self.model, **request, "stream": True}
+        return self._post(self.interactions_url, body, timeout, sse=True)
+
+    async def run(
+        self,
+        request: JSONObject,
+        *,
+        max_resumes: int = 3,
+        on_delta: Callable[[Any], object] | None = None,
+        timeout: float | None = None,
+    ) -> InteractionResponse:
+        """One interaction, aggregated; a dropped stream is resumed (I21).
+
+        A connection error after ``interaction.created`` arrived, on a stored
+        interaction (``store`` not false), calls ``reconnect()`` and resumes
+        from ``last_event_id``, at most ``max_resumes`` times; otherwise the
+        :class:`ProviderError` is raised. ``on_delta`` sees every delta.
+        """
+        agg = StreamAggregator(api="interactions")
+        feed = agg.feed if on_delta is None else _delivering(agg.feed, on_delta)
+        resumes = 0
+        opened = self.create(request, timeout=timeout)
+        while True:
+            try:
+                async with opened as body:
+                    await pump(body, feed)  # H11: on_delta is synchronous, nothing to await
+                return agg.close()
+            except ProviderError as exc:
+                seen = agg.snapshot()
+                interaction_id = seen.interaction_id
+                if (
+                    exc.kind not in ("connection", "timeout")
+                    or interaction_id is None
+                    or request.get("store", True) is False
+                    or resumes >= max_resumes
+                ):
+                    raise
+                resumes += 1
+                agg.reconnect()
+                opened = self.resume(interaction_id, seen.last_event_id, timeout=timeout)
+
+
+class InteractionsClient(GeminiClient):
+    """``GeminiClient(..., api="interactions")`` under the name earlier releases documented.
+
+    Nothing of its own but the default: :meth:`GeminiClient.create` and
+    :meth:`GeminiClient.run` work on every ``GeminiClient``. ``interactions_url`` is
+    ``{base}/{version}/interactions`` on the Gemini API,
+    ``.../projects/{p}/locations/{l}/interactions`` on Vertex AI and
+    ``.../{version}/interactions`` in Vertex express mode.
+    """
+
+    api = "interactions"
+
 
 class _Posted:
     """What :meth:`GeminiClient.stream` returns: the POST on entry, the body's
@@ -408,3 +473,13 @@ def _refresh(credentials: Any) -> None:
     from google.auth.transport.requests import Request
 
     credentials.refresh(Request())
+
+
+def _delivering(
+    feed: Callable[[bytes], list[Any]], on_delta: Callable[[Any], object]
+) -> Callable[[bytes], None]:
+    def deliver(chunk: bytes) -> None:
+        for delta in feed(chunk):
+            on_delta(delta)
+
+    return deliver

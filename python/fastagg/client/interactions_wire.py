@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ._json import JSONObject
+from .._json import JSONObject
 
 __all__ = ["InteractionsTurn", "request_body"]
 
