@@ -216,11 +216,12 @@ def test_l2_l9_l10_l11_l12_l13_l14_random_hostile_interactions_turns_keep_every_
     # The scripts reach the four ways a turn ends without a clock, each several times.
     if (TURNS, SEED) != (150, 4):
         return
-    # On aiohttp (H8) turns 92 and 103 end with provider-error: their third resume is
-    # answered with a head and a close, which the removed own client let complete.
+    # I31: turns 92, 103 and 130 drop after interaction.completed and complete with one
+    # create request (before, the removed own client's pushed body lost what it had shown
+    # and a fresh request "completed" them; on aiohttp they ended as provider errors).
     assert stops == {
-        StopReason.COMPLETED: 98,
-        StopReason.PROVIDER_ERROR: 39,
+        StopReason.COMPLETED: 101,
+        StopReason.PROVIDER_ERROR: 36,
         StopReason.STEP_CAP: 5,
         StopReason.ABORTED: 8,
     }

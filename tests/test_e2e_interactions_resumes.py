@@ -3,7 +3,10 @@ over loopback HTTP against FakeGemini (spec/interactions.md I25, I26; spec/turn-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from fastagg import GeminiClient
 from fastagg.events import Lifecycle, ToolCallDelta
@@ -348,3 +351,48 @@ async def test_i29_a_hop_that_drops_after_continuing_the_call_resumes_after_thos
     )
     assert sent == [("POST", None), ("POST", None), ("GET", "v1_fake2-e2"), ("POST", None)]
     assert [phase for phase, _ in lifecycle(events)] == ["continuation", "stream-resume"]
+
+
+async def test_i31_a_drop_after_interaction_completed_is_a_finished_body() -> None:
+    # e0 created, e1 start, e2..e6 the texts, e7 stop, e8 completed: then the connection
+    # closes mid-body (a chunked body with no last chunk, no [DONE]). Everything the
+    # interaction had arrived: no resume, no retry, no error.
+    turn = InteractionTurn(text_step(0, "a", "b", "c", "d", "e"), usage=USAGE, drop_after=9)
+    events: list[Any] = []
+    async with FakeGemini([], interactions=[turn]) as server, client(server) as model:
+        result = await run_turn(model, USER, on_event=events.append)
+        sent = requests(server)
+    assert sent == [("POST", None)]
+    assert (result.stop_reason, result.finish_reason, result.text, result.error) == (
+        StopReason.COMPLETED,
+        "stop",
+        "abcde",
+        None,
+    )
+    assert (result.usage, result.retries["provider"], lifecycle(events)) == (USAGE, 0, [])
+
+
+async def test_i31_a_pushing_body_that_fails_after_output_sends_no_fresh_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A transport whose body pushes its bytes (H11 pump) and then fails: what it showed
+    # was shown, so after three failed resumes the turn ends there (L64), as it does for a
+    # body that is iterated; it never starts the interaction again with a fresh request.
+    from fastagg.client import transport
+
+    async def pump(self: Any, feed: Callable[[bytes], object]) -> None:
+        async for piece in self:
+            feed(piece)
+
+    monkeypatch.setattr(transport.AiohttpResponse, "pump", pump, raising=False)
+    async with FakeGemini([], interactions=[flaky(1, 1, 1)]) as server, client(server) as model:
+        result = await run_turn(model, USER)
+        sent = requests(server)
+    assert sent == [
+        ("POST", None),
+        ("GET", "v1_fake1-e1"),
+        ("GET", "v1_fake1-e2"),
+        ("GET", "v1_fake1-e3"),
+    ]
+    assert (result.stop_reason, result.retries["provider"]) == (StopReason.PROVIDER_ERROR, 0)
+    assert (result.text, result.contents) == (f"abc\n\n{result.message}", USER)

@@ -97,6 +97,10 @@ class ModelStream:
                     visible = visible or seen
                     dropped = error is not None and error.kind in _DROPS
                     partial: Any = agg.snapshot() if dropped else None
+                    if dropped and carry.steps_api and partial.complete:
+                        # I31: interaction.completed arrived: nothing more can come, so a
+                        # drop after it ends a finished body (no resume, no error).
+                        error, dropped = None, False
                     # I26: a stored interaction is resumed where it dropped, into the same
                     # aggregate.
                     if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
@@ -191,9 +195,9 @@ async def _read_body(
                 except MalformedStreamError as exc:  # L19: a bad payload ends the stream
                     visible = await events.deliver(exc.deltas)
                     error = _malformed(exc)
-                finally:
+                finally:  # also when the body fails: what it showed was shown (L64)
                     waiting = sink.waiting
-                visible = sink.seen or visible
+                    visible = sink.seen or visible
             else:
                 # The same per-chunk work as _Sink, inline (L71: a body that is only
                 # iterable, a canned or adapted one, pays no call per chunk for it).
