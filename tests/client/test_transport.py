@@ -28,7 +28,7 @@ from fastagg.testing import FakeGemini, chunk, final, signature, text
 from fastagg.transport import AiohttpTransport
 from http_bodies import read_request
 
-TLS = Path(__file__).parent / "data" / "tls"  # a self-signed certificate for 127.0.0.1
+TLS = Path(__file__).parent.parent / "data" / "tls"  # a self-signed certificate for 127.0.0.1
 REQUEST = {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
 CHUNKS = [chunk(text("Hello")), final(signature("s"))]
 BODY = b"".join(
