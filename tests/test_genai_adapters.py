@@ -361,3 +361,20 @@ def test_g6_a_request_field_the_sdk_cannot_express_is_refused_before_sending() -
     model = fastagg_genai.GenaiClient(genai.Client(api_key="k"), "gemini-3-flash-preview")
     with pytest.raises(ValueError, match=r"'futureField' has no GenerateContentConfig counterpart"):
         model.stream({"contents": [], "futureField": 1}, timeout=None)
+
+
+def test_g6_the_genai_helpers_work_where_httpx_is_not_installed() -> None:
+    # google-genai 3.x runs on httpx2 and no longer installs httpx, an optional extra of
+    # fastagg's too: fastagg.genai must import and map the stacks that are there.
+    code = (
+        "import sys\n"
+        "sys.modules['httpx'] = None  # as if not installed: importing it raises ImportError\n"
+        "import aiohttp, fastagg.genai as g\n"
+        "failures, timeouts = g._transport_errors()\n"
+        "print(aiohttp.ClientError in failures, aiohttp.ServerTimeoutError in timeouts,\n"
+        "      any(e.__module__.split('.')[0] == 'httpx' for e in failures))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout == "True True False\n"
