@@ -32,7 +32,6 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import httpx
 import orjson
 
 from ._chunks import chunk_to_mapping
@@ -718,14 +717,15 @@ def _sdk_failures() -> tuple[type[Exception], ...]:
 @functools.cache
 def _transport_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
     """(every transport error, the timeouts among them) of the HTTP stacks google-genai
-    runs on: httpx, aiohttp, and httpx2 where installed (its 2.x and 3.x use it) (G6)."""
-    failures: list[type[Exception]] = [httpx.TransportError, aiohttp.ClientError]
-    timeouts: list[type[Exception]] = [httpx.TimeoutException, aiohttp.ServerTimeoutError]
-    try:  # by name: mypy runs where it is not installed too
-        httpx2 = importlib.import_module("httpx2")
-    except ImportError:
-        pass
-    else:
-        failures.append(httpx2.TransportError)
-        timeouts.append(httpx2.TimeoutException)
+    runs on: aiohttp, and httpx and httpx2 where installed (google-genai 3.x runs on httpx2
+    and no longer installs httpx, an optional extra of fastagg's too) (G6)."""
+    failures: list[type[Exception]] = [aiohttp.ClientError]
+    timeouts: list[type[Exception]] = [aiohttp.ServerTimeoutError]
+    for name in ("httpx", "httpx2"):
+        try:  # by name: mypy runs where they are not installed too
+            stack = importlib.import_module(name)
+        except ImportError:
+            continue
+        failures.append(stack.TransportError)
+        timeouts.append(stack.TimeoutException)
     return (*failures, OSError, TimeoutError), (TimeoutError, *timeouts)
