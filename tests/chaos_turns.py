@@ -1,7 +1,7 @@
 """What both chaos tests share: their tools and the L13 event checks.
 
 ``tests/loop/test_chaos.py`` (generateContent, in process) and
-``tests/test_e2e_interactions_chaos.py`` (Interactions, over loopback HTTP)
+``tests/e2e/test_e2e_interactions_chaos.py`` (Interactions, over loopback HTTP)
 run random hostile turns against these tools and check each turn's events the
 same way.
 """

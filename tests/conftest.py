@@ -62,11 +62,10 @@ EVENT_LOOP_MODULES = frozenset(
         "test_fake_server.py",
         "test_event_loops.py",
         "test_pump.py",
+        "test_genai_chats.py",
     }
-    | {path.name for path in (ROOT / "tests").glob("test_e2e_*.py")}
-    | {path.name for path in (ROOT / "tests").glob("test_integration_*.py")}
 )
-EVENT_LOOP_DIRS = frozenset({ROOT / "tests" / "loop"})
+EVENT_LOOP_DIRS = frozenset({ROOT / "tests" / d for d in ("loop", "e2e", "integrations")})
 
 
 def event_loops() -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:

@@ -44,7 +44,7 @@ def test_no_test_reads_outside_the_repository() -> None:
     """No test module names the shared folder except this one."""
     offenders = [
         p.name
-        for p in (ROOT / "tests").glob("*.py")
+        for p in (ROOT / "tests").rglob("*.py")
         if p.name != Path(__file__).name and "../shared" in p.read_text(encoding="utf-8")
     ]
     assert offenders == []

@@ -1,4 +1,5 @@
-"""A real google-genai chat against FakeGemini over loopback, with and without fastagg (G7).
+"""fastagg.genai's chat helpers (``send_message_stream``, ``aggregate``): a real google-genai
+chat against FakeGemini over loopback, with and without fastagg (G3, G7).
 
 Runs in the main test venv and in CI's venvs of the lowest and newest google-genai.
 The tools are run by the test, as an SDK user without automatic function
