@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Union
 
+from . import _repr
 from ._json import JSONObject, JSONValue, Usage
 from ._phases import Phase
 
@@ -75,6 +76,8 @@ class StepStart:
     attempt: int = 1
     kind: StepKind = "step"
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class AnswerDelta:
@@ -83,6 +86,8 @@ class AnswerDelta:
     step: int
     text: str
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class ThoughtDelta:
@@ -90,6 +95,8 @@ class ThoughtDelta:
 
     step: int
     text: str
+
+    __repr__ = _repr.record
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +116,8 @@ class ToolCallDelta:
     json_path: str | None
     value: JSONValue
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStart:
@@ -119,6 +128,8 @@ class ToolCallStart:
     id: str | None
     name: str
     args: JSONObject
+
+    __repr__ = _repr.record
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +144,8 @@ class ToolCallEnd:
     status: ToolStatus
     elapsed: float
     response: JSONObject
+
+    __repr__ = _repr.record
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +162,8 @@ class StepEnd:
     raw_finish_reason: str | None
     usage: Usage
     outcome: StepOutcome
+
+    __repr__ = _repr.record
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +196,16 @@ class Lifecycle:
     timestamp: float | None = None
     detail: str | None = None
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class TurnEnd:
     """The last event of a turn."""
 
     result: TurnResult
+
+    __repr__ = _repr.record
 
 
 TurnEvent = Union[  # noqa: UP007  (a runtime alias: `X | Y` of classes needs 3.10 types.UnionType)

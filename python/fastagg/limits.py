@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import cast
 
+from . import _repr
 from ._json import Content, Usage
 from ._phases import Phase
 from .errors import ProviderError
@@ -169,3 +170,6 @@ class TurnResult:
     content_origins: list[Origin | None] = field(default_factory=list)
     #: L62: long-decode continuation hops sent in this turn (0 when every answer fit one request).
     hops: int = 0
+
+    def __repr__(self) -> str:
+        return _repr.turn_result(self)

@@ -188,12 +188,16 @@ def test_i4_unterminated_final_event_is_used_when_whole(impl: ModuleType) -> Non
 def test_i18_repr_is_the_same_in_both(impl: ModuleType) -> None:
     agg = impl.StreamAggregator(api="interactions")
     agg.feed(CASES[0]["body"].encode())
-    assert repr(agg.close()) == (
-        "InteractionResponse(id='v1_ChdXb1k', status='completed', steps=2, "
-        "text='The GCD of 1071 and 462 is **21**.')"
+    assert repr(agg.close()) == (  # spec/api.md V3
+        "InteractionResponse(id='v1_ChdXb1k', status='completed', "
+        "text='The GCD of 1071 and 462 is **21**.', "
+        "thought_text='**Applying Euclid**\\n\\n1071 mod 462 = 147...', function_calls=[], "
+        "complete=True, usage={'total_tokens': 318, 'total_input_tokens': 14, "
+        "'total_output_tokens': 12, 'total_thought_tokens': 292}, steps=[...] (2 items))"
     )
     assert repr(impl.StreamAggregator(api="interactions").close()) == (
-        "InteractionResponse(id=None, status=None, steps=0, text='')"
+        "InteractionResponse(id=None, status=None, text='', function_calls=[], "
+        "complete=False, steps=[])"
     )
 
 

@@ -44,14 +44,9 @@ macro_rules! record_class {
                 self._fields(py)?.hash()
             }
 
-            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-                let mut parts = Vec::new();
-                $(parts.push(format!(
-                    "{}={}",
-                    stringify!($field),
-                    (&self.$field).into_bound_py_any(py)?.repr()?
-                ));)+
-                Ok(format!("{}({})", stringify!($name), parts.join(", ")))
+            /// V4: every field, like a dataclass, shortened as the twin's.
+            fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+                crate::results::repr_by(slf.as_any(), "record")
             }
         }
     };

@@ -280,17 +280,8 @@ impl InteractionResponse {
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyBytes::new(py, &bytes))
     }
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let repr = |v: Option<&String>| -> PyResult<String> {
-            Ok(Self::opt_str(py, v)?.repr()?.to_string())
-        };
-        let text: String = self.inner.text.chars().take(60).collect();
-        Ok(format!(
-            "InteractionResponse(id={}, status={}, steps={}, text={})",
-            repr(self.inner.interaction_id.as_ref())?,
-            repr(self.inner.status.as_ref())?,
-            self.inner.steps.len(),
-            repr(Some(&text))?
-        ))
+    /// V3: Python's reading of the result, shared with the twin.
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::results::repr_by(slf.as_any(), "interaction")
     }
 }

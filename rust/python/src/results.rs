@@ -27,6 +27,16 @@ fn once<'py, T>(
         .clone())
 }
 
+/// V1: `repr(obj)` as `fastagg._repr.<how>(obj)` writes it, the one
+/// implementation the twin uses too (Python reads the values, shortened, V2).
+pub(crate) fn repr_by(obj: &Bound<'_, PyAny>, how: &str) -> PyResult<String> {
+    obj.py()
+        .import(intern!(obj.py(), "fastagg._repr"))?
+        .getattr(how)?
+        .call1((obj,))?
+        .extract()
+}
+
 /// One candidate of an `AggregatedResponse`. Its Python values are built once,
 /// on first access, and shared: `content["parts"]` is `parts`, and each
 /// `function_calls[i]["args"]` is the `args` dict inside its part.
@@ -244,12 +254,9 @@ impl Candidate {
             None => Ok(PyDict::new(py)),
         })
     }
-    fn __repr__(&self) -> String {
-        format!(
-            "Candidate(index={}, finish_reason={:?})",
-            self.index(),
-            self.finish_reason_of()
-        )
+    /// V3: Python's reading of the candidate, shared with the twin.
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::results::repr_by(slf.as_any(), "candidate")
     }
 }
 
@@ -463,14 +470,8 @@ impl AggregatedResponse {
         py.import("fastagg._genai_convert")?
             .call_method1("to_genai", (self.to_dict(py)?,))
     }
-    fn __repr__(&self) -> String {
-        let first = self.first();
-        format!(
-            "AggregatedResponse(finish_reason={:?}, complete={}, parts={}, text={:?})",
-            first.finish_reason_of(),
-            self.inner.complete,
-            first.data().map_or(0, |c| c.parts.len()),
-            first.text_of().chars().take(60).collect::<String>()
-        )
+    /// V3: Python's reading of the result, shared with the twin.
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        crate::results::repr_by(slf.as_any(), "response")
     }
 }

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from ... import _repr
 from ..._genai_convert import to_genai
 from ..._json import Content, JSONObject, JSONValue, Part
 from .render import _render_json
@@ -26,6 +27,8 @@ class TextDelta:
     text: str
     thought: bool
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class CallStart:
@@ -35,6 +38,8 @@ class CallStart:
     index: int
     id: str | None
     name: str | None
+
+    __repr__ = _repr.record
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +51,8 @@ class ArgDelta:
     json_path: str
     value: JSONValue
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class CallEnd:
@@ -55,6 +62,8 @@ class CallEnd:
     index: int
     call: JSONObject
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class Finish:
@@ -63,12 +72,16 @@ class Finish:
     candidate: int
     reason: str
 
+    __repr__ = _repr.record
+
 
 @dataclass(frozen=True, slots=True)
 class StreamError:
     """An in-stream error object (E1), verbatim."""
 
     error: JSONValue
+
+    __repr__ = _repr.record
 
 
 Delta = TextDelta | CallStart | ArgDelta | CallEnd | Finish | StreamError
@@ -176,7 +189,7 @@ class Candidate:
         return out
 
     def __repr__(self) -> str:
-        return f"Candidate(index={self._index}, parts={len(self.parts)}, finish_reason={self._finish_reason!r})"
+        return _repr.candidate(self)
 
 
 class AggregatedResponse:
@@ -380,7 +393,4 @@ class AggregatedResponse:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (
-            f"AggregatedResponse(parts={len(self.parts)}, finish_reason={self.finish_reason!r}, "
-            f"complete={self.complete}, truncated={self._truncated}, warnings={len(self._warnings)})"
-        )
+        return _repr.response(self)

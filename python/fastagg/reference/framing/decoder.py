@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ... import _repr
 from .lines import _as_bytes, _BomStripper, _LineSplitter
 
 
@@ -15,6 +16,8 @@ class SseEvent:
     data: str
     id: str | None
     retry: int | None
+
+    __repr__ = _repr.record
 
 
 def _is_retry_value(value: str) -> bool:

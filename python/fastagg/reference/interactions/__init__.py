@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ... import _repr
 from ..._json import JSONObject, JSONValue
 from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
@@ -54,10 +55,7 @@ class InteractionResponse:
     thought_text: str
 
     def __repr__(self) -> str:
-        return (
-            f"InteractionResponse(id={self.interaction_id!r}, status={self.status!r}, "
-            f"steps={len(self.steps)}, text={self.text[:60]!r})"
-        )
+        return _repr.interaction(self)
 
     def to_dict(self) -> JSONObject:
         """``{"id"?, "status"?, "steps", "usage"?, "error"?}`` (fresh objects)."""
