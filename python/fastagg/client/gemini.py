@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ import orjson
 
 from .._fastagg import InteractionResponse, StreamAggregator
 from .._json import JSONObject, Request
+from .._log import CLIENT, DEBUG, failure, safe_url
 from ..errors import ProviderError
 from ._rpc import http_error as provider_error_from_response
 from .interactions_wire import request_body
@@ -291,9 +293,23 @@ class GeminiClient:
                 f"{type(self.transport).__name__} has only post()"
             )
         headers = {**(await self._request_headers()), "accept": "text/event-stream"}
-        response = await get(url, headers, timeout)
-        async with streaming_body(response, url) as chunks:
-            yield chunks
+        started = _request_started("GET", url, None)
+        try:
+            response = await get(url, headers, timeout)
+        except BaseException as exc:
+            if started is not None:
+                _request_ended("GET", url, started, None, exc)
+            raise
+        error: BaseException | None = None
+        try:
+            async with streaming_body(response, url) as chunks:
+                yield chunks
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if started is not None:
+                _request_ended("GET", url, started, response, error)
 
     def create(
         self, request: JSONObject, *, timeout: float | None = None
@@ -366,7 +382,7 @@ class _Posted:
     no async generator (each is one more object, two frames and the event
     loop's bookkeeping of async generators; H9)."""
 
-    __slots__ = ("_client", "_request", "_response", "_sse", "_timeout", "_url")
+    __slots__ = ("_client", "_request", "_response", "_sse", "_started", "_timeout", "_url")
 
     def __init__(
         self, client: GeminiClient, url: str, request: Request, timeout: float | None, sse: bool
@@ -377,18 +393,28 @@ class _Posted:
         self._timeout = timeout
         self._sse = sse
         self._response: Response | None = None
+        self._started: float | None = None
 
     async def __aenter__(self) -> Response:
         client = self._client
         body = orjson.dumps(self._request)
+        # O5: one check per request; nothing is formatted nor timed when it is off.
+        started = self._started = _request_started("POST", self._url, body)
         # An API key's headers are the client's own dict, the same each request (H9).
         headers = client._headers if client._auth != "bearer" else await client._request_headers()
         if self._sse:
             headers = {**headers, "accept": "text/event-stream"}
-        response = await client.transport.post(self._url, body, headers, self._timeout)
+        try:
+            response = await client.transport.post(self._url, body, headers, self._timeout)
+        except BaseException as exc:
+            if started is not None:
+                _request_ended("POST", self._url, started, None, exc)
+            raise
         try:
             await _raise_unless_ok(response, self._url)
-        except BaseException:
+        except BaseException as exc:
+            if started is not None:
+                _request_ended("POST", self._url, started, response, exc)
             await response.aclose()
             raise
         self._response = response
@@ -397,7 +423,64 @@ class _Posted:
     async def __aexit__(self, *exc: object) -> None:
         response, self._response = self._response, None
         if response is not None:
+            if self._started is not None:
+                error = exc[1] if isinstance(exc[1], BaseException) else None
+                _request_ended("POST", self._url, self._started, response, error)
             await response.aclose()
+
+
+def _request_started(method: str, url: str, body: bytes | None) -> float | None:
+    """Log a request as it is sent (O2, debug); its start time, or None when not logged."""
+    if not CLIENT.isEnabledFor(DEBUG):
+        return None
+    if body is None:
+        CLIENT.debug("%s %s", method, safe_url(url))
+    else:
+        CLIENT.debug("%s %s: sending %d bytes", method, safe_url(url), len(body))
+    return time.perf_counter()
+
+
+def _request_ended(
+    method: str,
+    url: str,
+    started: float,
+    response: Response | None,
+    error: BaseException | None,
+) -> None:
+    """Log a request's outcome (O2, debug): its status, the bytes received and the time it
+    took, or how it failed. Never a header (O3)."""
+    elapsed = time.perf_counter() - started
+    where = f"{method} {safe_url(url)}"
+    received = getattr(response, "received", None)
+    got = "" if received is None else f", {received} bytes received"
+    if response is None or isinstance(error, ProviderError):
+        assert error is not None
+        again = " (retryable)" if getattr(error, "retryable", False) else ""
+        message = getattr(error, "message", "")
+        CLIENT.debug(
+            "%s failed after %.3f s%s: %s%s: %s",
+            where,
+            elapsed,
+            got,
+            failure(error),
+            again,
+            message,
+        )
+        return
+    status = f"{response.status} {response.reason}".strip()
+    if error is None:
+        CLIENT.debug("%s: %s%s in %.3f s", where, status, got, elapsed)
+    elif isinstance(error, asyncio.CancelledError):
+        CLIENT.debug("%s: %s%s, cancelled after %.3f s", where, status, got, elapsed)
+    else:
+        CLIENT.debug(
+            "%s: %s%s, reading stopped after %.3f s by %s",
+            where,
+            status,
+            got,
+            elapsed,
+            type(error).__name__,
+        )
 
 
 @asynccontextmanager

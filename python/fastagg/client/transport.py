@@ -528,6 +528,11 @@ class AiohttpResponse:
             self._closed.add_done_callback(_retrieved)
             self._closed.add_done_callback(self._connection_ended)
 
+    @property
+    def received(self) -> int:
+        """Bytes of the body received so far, as they came over the wire (for the log, O2)."""
+        return int(self._response.content.total_bytes)
+
     def _connection_ended(self, closed: asyncio.Future[None]) -> None:
         content = self._response.content
         if not content.is_eof() and content.exception() is None:
@@ -774,6 +779,11 @@ class HttpxResponse:
 
     def __aiter__(self) -> HttpxResponse:
         return self
+
+    @property
+    def received(self) -> int:
+        """Bytes of the body received so far, as they came over the wire (for the log, O2)."""
+        return int(self._response.num_bytes_downloaded)
 
     async def __anext__(self) -> bytes:
         while True:

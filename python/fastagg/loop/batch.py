@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from .._json import Content, FunctionCall, JSONObject
+from .._log import DEBUG, TOOLS, plain, shown
 from ..events import ToolCallEnd, ToolCallStart, ToolStatus
 from ..limits import TurnLimits
 from ..tools import DONE, QUEUED, RUNNING, ThreadCall, Tool, ToolContext, tool_threads
@@ -49,6 +50,7 @@ class ToolRunner:
         self.count = 0  # L26: calls answered other than aborted or repeated
         self.nudged = False
         self._wrapup = limits.turn_budget_set  # L38: read once, not per step (L71)
+        self.debug = TOOLS.isEnabledFor(DEBUG)  # O5: read once a turn
         self._cancelling = False  # the batch is being torn down by the turn
         # L39: the first answered call of each id this turn (name, args, response), and
         # this step's repeated calls (index of the first one, or an earlier step's response)
@@ -73,6 +75,7 @@ class ToolRunner:
                 for i, source, detail in self._find_repeats(calls):
                     if source is not None:
                         self._repeats[i] = source
+                    TOOLS.info("step %d: %s", step, plain(detail))  # O2
                     await self.emit.lifecycle(
                         "duplicate-call-id", step, self.count, calls[i]["name"], detail=detail
                     )
@@ -101,6 +104,11 @@ class ToolRunner:
                 await reap(tasks)
             finally:
                 self._cancelling = False
+                if self.debug:
+                    for i, response in enumerate(responses):
+                        if response is None and i not in self._repeats:
+                            name = calls[i]["name"]
+                            TOOLS.debug("step %d: %s (call %d) was cut off", step, name, i)
                 told = self._answer(calls, responses, final=False)
                 if told is not None:
                     await self._announce(step, calls, started, told)
@@ -230,6 +238,16 @@ class ToolRunner:
         status: ToolStatus = "error"
         response: JSONObject | None = None
         run: Any = None
+        if self.debug:  # O4: the arguments only at debug
+            call_id = call.get("id")
+            TOOLS.debug(
+                "step %d: %s (call %d%s) started with arguments %s",
+                step,
+                name,
+                i,
+                "" if call_id is None else f", id {call_id!r}",
+                shown(call.get("args") or {}),
+            )
         if tool is None:
             known = ", ".join(self.tools) or "none"
             response = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
@@ -261,8 +279,11 @@ class ToolRunner:
                 status = "timeout"
         responses[i] = response
         self.count += 1
+        if self.debug:
+            _log_call_end(step, name, i, status, clock.time() - start, response)
         if status == "timeout":
             detail = response["error"]  # L85: the caller is told what the model is
+            TOOLS.info("step %d: %s", step, detail)  # O2; it names the tool and its timeout only
             await self.emit.lifecycle("tool-timeout", step, self.count, name, detail=detail)
         if self.emit.active:
             await self.emit(
@@ -283,6 +304,25 @@ class ToolRunner:
             call_id=call.get("id"),
             step=step,
             timeout=timeout,
+        )
+
+
+def _log_call_end(
+    step: int, name: str, i: int, status: ToolStatus, elapsed: float, response: JSONObject
+) -> None:
+    """O2: the end of a tool call, at debug (the caller checked that it is on); an error's
+    text may quote the arguments (O4)."""
+    if status == "ok":
+        TOOLS.debug("step %d: %s (call %d) ended: ok in %.3f s", step, name, i, elapsed)
+    else:
+        TOOLS.debug(
+            "step %d: %s (call %d) ended: %s in %.3f s: %s",
+            step,
+            name,
+            i,
+            status,
+            elapsed,
+            shown(response.get("error")),
         )
 
 

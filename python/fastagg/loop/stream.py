@@ -18,6 +18,7 @@ from typing import Any
 
 from .._fastagg import ArgDelta
 from .._json import Request
+from .._log import LOOP, failure
 from ..errors import MalformedStreamError, ProviderError
 from ..events import Phase
 from ..model import ModelClient
@@ -106,6 +107,13 @@ class ModelStream:
                     if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
                         resumes += 1
                         feeder.reconnect()
+                        LOOP.info(  # O2
+                            "step %d: %s; resuming the stored interaction (resume %d of %d)",
+                            step,
+                            failure(error),
+                            resumes,
+                            MAX_RESUMES,
+                        )
                         detail = _resumed(error, resumes)
                         wait = await self._next("stream-resume", step, detail, timeout)
                         body = self.model.resume(  # type: ignore[attr-defined]
@@ -130,12 +138,20 @@ class ModelStream:
             if error is not None:
                 resumes += 1
                 sent = hop_request(request, result, checkpoint_token(result) or "")
+                LOOP.info(  # O2
+                    "step %d: %s; resuming from the last checkpoint (resume %d of %d)",
+                    step,
+                    failure(error),
+                    resumes,
+                    MAX_RESUMES,
+                )
                 detail = _resumed(error, resumes)
                 wait = await self._next("continuation-resume", step, detail, timeout)
                 continue
             hop += 1
             resumes = 0
             sent = hop_request(request, result, hop_token(result) or "")  # L58: not the output
+            LOOP.info("step %d: the answer goes on in hop %d (at most %d)", step, hop, MAX_HOPS)
             wait = await self._next("continuation", step, f"L56: hop {hop} of step {step}", timeout)
             self.hops += 1
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._json import Content, JSONObject, Request
+from .._log import DEBUG, LOOP, STREAM, WARNING, failure, plain, plural
 from .._sdk_request import loop_inputs
 from ..errors import InvalidRequestError, ProviderError
 from ..events import Phase, StepEnd, StepKind, StepOutcome, StepStart, TurnEnd, TurnEvent
@@ -115,6 +116,7 @@ class Turn:
         self.detail: str | None = None  # the {detail} of the provider-error message, if not derived
         self.answer: str | None = None  # set when the model answered (or the final answer did)
         self.blocked = False
+        self.debug = LOOP.isEnabledFor(DEBUG)  # O5: read once a turn
 
     # -- task management -------------------------------------------------
 
@@ -139,6 +141,7 @@ class Turn:
             try:
                 clock.start()
                 for change in self.signature_changes:  # L33: never silent
+                    LOOP.info("signatures: %s", change.detail)  # O2
                     await self._lifecycle(change.phase, 0, detail=change.detail)
                 outcome = await self._drive()
             except asyncio.CancelledError:
@@ -147,6 +150,7 @@ class Turn:
             finally:
                 clock.stop()
             result = self._result(outcome)
+            self._log_end(result)
             if result.stop_reason is not StopReason.COMPLETED:
                 await self._lifecycle(
                     result.stop_reason.phase, min(self.steps, self.limits.max_steps)
@@ -156,6 +160,27 @@ class Turn:
             return result
         finally:
             await clock.close()
+
+    def _log_end(self, result: TurnResult) -> None:
+        """O2: the turn's end, at debug when it completed, else at info."""
+        stop = result.stop_reason
+        if stop is StopReason.COMPLETED and not self.debug:
+            return
+        done = (
+            f"{plural(result.steps_used, 'step')} and {plural(result.tool_call_count, 'tool call')}"
+        )
+        if stop is StopReason.COMPLETED:
+            LOOP.debug("turn ended: completed after %s", done)
+        elif result.error is not None:
+            LOOP.info("turn ended: %s after %s: %s", stop.value, done, failure(result.error))
+        else:
+            LOOP.info("turn ended: %s after %s", stop.value, done)
+
+    def _diagnose(self, step: int, warnings: list[str]) -> None:
+        """O2: the aggregator's diagnostics of a response, at warning (O4: in plain words)."""
+        if STREAM.isEnabledFor(WARNING):
+            for warning in warnings:
+                STREAM.warning("step %d: %s", step, plain(warning))
 
     async def _lifecycle(
         self, phase: Phase, step: int, tool_name: str | None = None, *, detail: str | None = None
@@ -223,9 +248,12 @@ class Turn:
             )
             response = self.wire.response(result)
             self.raw_finish = response.finish
-            for warning in result.warnings:  # L40: two responses in one body, said out loud
+            warnings = result.warnings
+            for warning in warnings:  # L40: two responses in one body, said out loud
                 if warning.startswith("E10:"):
                     await self._lifecycle("response-id-changed", step, detail=warning)
+            if warnings:
+                self._diagnose(step, warnings)
             verdict = classify(response, error, visible, budget)
             if verdict.blocked:  # L19: a blocked prompt is an answer, its reason the raw finish
                 self.blocked = True
@@ -237,6 +265,8 @@ class Turn:
                 delay = self._retry_delay(verdict.error, limits.provider_retries - budget.provider)
                 if delay is None:  # L17, L44: the wait would not fit
                     outcome = Outcome.PROVIDER_ERROR
+            if self.debug:
+                _log_step_end(step, budget.attempt, response.finish, outcome.step_end)
             if self.emit.active:
                 await self._step_end(step, budget.attempt, response.finish, outcome.step_end)
             if outcome in _RETRIES:
@@ -253,6 +283,15 @@ class Turn:
         if outcome is Outcome.PROVIDER_RETRY:
             assert delay is not None
             budget.provider -= 1
+            assert verdict.error is not None
+            LOOP.info(
+                "step %d: %s; retrying in %.3g s (retry %d of %d)",
+                step,
+                failure(verdict.error),
+                delay,
+                self.limits.provider_retries - budget.provider,
+                self.limits.provider_retries,
+            )
             await self._lifecycle("provider-retry", step, detail=verdict.lifecycle)
             with self.clock.hold():  # L22: waiting on purpose is not a stall
                 await asyncio.sleep(delay)
@@ -261,9 +300,22 @@ class Turn:
             # L18: the corrective note is its own content, not added twice in a row.
             if verdict.note and not self.wire.is_note(self.contents[-1], MALFORMED_NOTE):
                 self._append(self.wire.note(MALFORMED_NOTE))
+            LOOP.info(
+                "step %d: malformed output (finish %s); asking again (retry %d of %d)",
+                step,
+                self.raw_finish,
+                self.retries["malformed"] + 1,
+                self.limits.malformed_retries,
+            )
             await self._lifecycle("malformed-retry", step, detail=verdict.lifecycle)
             return "malformed"
         budget.no_finish -= 1
+        LOOP.info(
+            "step %d: the response ended without a finish reason; asking again (retry %d of %d)",
+            step,
+            self.limits.no_finish_retries - budget.no_finish,
+            self.limits.no_finish_retries,
+        )
         await self._lifecycle("no-finish-retry", step, detail=verdict.lifecycle)
         return "no-finish"
 
@@ -307,13 +359,13 @@ class Turn:
                 self.contents[i], name = sentinel_on_first_call(self.contents[i])
                 if name is not None:
                     self.own_sentinels += 1
-                    await self._say(
-                        "signature-sentinel",
-                        step,
+                    detail = (
                         f"put the sentinel signature on the first function call of "
                         f"contents[{i}] ({name!r}): {self.target} sent it without a "
-                        "thoughtSignature, and the next request needs one there",
+                        "thoughtSignature, and the next request needs one there"
                     )
+                    LOOP.info("step %d: signatures: %s", step, detail)  # O2
+                    await self._say("signature-sentinel", step, detail)
             self.wire.recheck()
             try:
                 return build()
@@ -355,6 +407,11 @@ class Turn:
         kind: StepKind = "step",
     ) -> tuple[Any, ProviderError | None, bool]:
         """Send one request and aggregate its stream: (result, transport error, visible output seen)."""
+        if self.debug:  # O2
+            if kind == "step":
+                LOOP.debug("step %d, attempt %d: request started", step, attempt)
+            else:
+                LOOP.debug("step %d: final-answer request started (tools off)", step)
         if self.emit.active:  # L13: StepStart before each request
             await self.emit(StepStart(step, self.limits.max_steps, attempt, kind))
             await self.clock.take_pending()  # L43
@@ -373,6 +430,8 @@ class Turn:
         usage is recorded by the stream)."""
         self._gather(partial.text)
         self.raw_finish = partial.finish_reason
+        if self.debug:
+            _log_step_end(step, attempt, partial.finish_reason, "interrupted")
         if self.emit.active:
             await self._step_end(step, attempt, partial.finish_reason, "interrupted")
 
@@ -404,6 +463,10 @@ class Turn:
         # blocked prompt's reason stands for it, L19).
         response = self.wire.response(result)
         self.raw_finish = response.finish or response.block_reason
+        if result.warnings:
+            self._diagnose(step, result.warnings)
+        if self.debug:
+            _log_step_end(step, 1, result.finish_reason, "final-answer")
         if self.emit.active:
             await self._step_end(step, 1, result.finish_reason, "final-answer")
         if (
@@ -482,3 +545,9 @@ class Turn:
         for change in self.signature_changes:
             counts["stripped" if change.action == "strip" else "sentinels"] += change.count
         return counts
+
+
+def _log_step_end(step: int, attempt: int, finish: str | None, outcome: StepOutcome) -> None:
+    """O2: the end of a request-step, at debug (the caller checked that it is on)."""
+    how = f"finish {finish}" if finish else "no finish reason"
+    LOOP.debug("step %d, attempt %d ended: %s, %s", step, attempt, outcome.replace("-", " "), how)
