@@ -371,9 +371,12 @@ def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
     assert "stop reason : completed" in out
     assert "tool calls  : 3" in out
     # L33: the Gemini 2.5 history lost its signature; L32: the cut-off call never ran
-    assert "!  signature-strip at step 0/10" in out
-    assert "   removed 1 thought signature from contents[1]: issued by gemini-2.5-flash" in out
-    assert "   L32: the stream ended inside the call 'save_note' (part 1); it was not run" in out
+    assert (
+        "!  signature-strip before the first request: a thought signature was removed from the "
+        "history, because it came from another model, which the model of this turn would reject\n"
+        "   removed 1 thought signature from contents[1]: issued by gemini-2.5-flash"
+    ) in out
+    assert "the stream ended inside the call 'save_note' (part 1); it was not run\n" in out
     assert out.count("→ save_note(") == 1
     assert "signatures  : 1 stripped, 0 sentinels" in out
 
@@ -381,8 +384,49 @@ def test_demo_runs_the_scenario_to_a_completed_turn() -> None:
 def test_k3_demo_shows_the_in_stream_error_it_injects() -> None:
     done = fastagg("demo", "--no-color", "--pace", "0")
     out = done.stdout.decode()
-    assert "!  no-finish-retry at step 2/10" in out
-    assert "   500 INTERNAL: An internal error has occurred." in out
+    assert (
+        "!  no-finish-retry in step 2: the step ended without a finish reason, so fastagg sends "
+        "it again\n   500 INTERNAL: An internal error has occurred."
+    ) in out
+
+
+def test_v6_demo_says_what_it_shows_and_each_finish_reason_one_way() -> None:
+    done = fastagg("demo", "--no-color", "--pace", "0")
+    out = done.stdout.decode()
+    assert out.startswith(
+        "fastagg demo: one agent turn (request, stream, tools, next request) against a fake "
+        "Gemini server at http://127.0.0.1:"
+    )
+    assert (
+        ": no key, no network.\nIts script shows, in order: a history from an earlier model "
+        "(Gemini 2.5), the model's thoughts, two tool calls at once,\na server error inside the "
+        "stream, a tool call cut off in its arguments, then the same call whole.\nuser: "
+    ) in out
+    ends = [line for line in out.splitlines() if line.startswith("   step ")]
+    assert ends == [
+        "   step 1 ended (tool-calls): the model asked for tools; finish reason STOP, 165 tokens",
+        "   step 2 ended (no-finish): the stream ended without a finish reason; 261 tokens",
+        "   step 2 ended (no-finish): the stream ended without a finish reason; 261 tokens",
+        "   step 2 ended (tool-calls): the model asked for tools; finish reason STOP, 327 tokens",
+        "   step 3 ended (answer): the model answered; finish reason STOP, 369 tokens",
+    ]
+    assert "⋯ save_note arguments as they stream in: $.title=Picnic packing list" in out
+    assert ("  stop reason : completed (the model gave its answer)\n  finish      : STOP\n") in out
+    assert "None" not in out
+    assert "finish none" not in out
+
+
+def test_v7_demo_ends_with_the_next_command_to_try() -> None:
+    done = fastagg("demo", "--no-color", "--pace", "0")
+    out = done.stdout.decode()
+    assert done.returncode == 0, out + done.stderr.decode()
+    assert out.endswith(
+        "\n\nNext, a recorded Gemini stream aggregated into the parts a turn sends back (from "
+        "this checkout);\nwith GEMINI_API_KEY set, `fastagg demo --live` runs this turn against "
+        "Gemini itself.\ntry next: fastagg aggregate examples/data/weather.sse --parts\n"
+    )
+    command = out.splitlines()[-1].removeprefix("try next: ").split()
+    assert fastagg(*command[1:]).returncode == 0
 
 
 @pytest.mark.parametrize("option", [["--prompt", "hi"], ["--model", "gemini-2.5-pro"]])

@@ -33,6 +33,16 @@ def test_readme_starts_with_the_demo_and_test_commands() -> None:
     assert "readme_command 2" in ci
 
 
+def test_readme_says_what_a_first_install_needs_before_the_first_command() -> None:
+    # spec/api.md "Readable objects and the demo": before the first command, not under it
+    text = (ROOT / "README.md").read_text()
+    before = " ".join(text[: text.index("```sh")].split())
+    assert "C compiler" in before
+    assert "Rust toolchain, 1.88 or newer" in before
+    assert "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh" in before
+    assert "needs the Rust toolchain" not in text[: text.index("## Install")]
+
+
 @pytest.mark.parametrize("index", range(len(PRINTS)))
 def test_readme_python_block_runs_and_prints_what_it_says(index: int) -> None:
     assert len(PYTHON) == len(PRINTS)

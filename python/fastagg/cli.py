@@ -462,7 +462,7 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
     server = None
     if args.live:
         client = _live_client(args.model or DEFAULT_LIVE_MODEL)
-        where = f"live: {client.url}"
+        where = f"one agent turn against the live Gemini API at {client.url}."
     else:
         server = FakeGemini(demo_scenario(pace=args.pace), name="demo")
         await server.start()
@@ -470,8 +470,11 @@ async def _demo(args: argparse.Namespace, out: _Printer) -> int:
         # An earlier exchange with Gemini 2.5: its signature must not reach Gemini 3.
         contents, origins = demo_history(prompt)
         where = (
-            f"fake Gemini at {server.url} (scripted: history from Gemini 2.5, thoughts, "
-            "parallel calls, an in-stream 500, a streamed-argument call cut off, then whole)"
+            "one agent turn (request, stream, tools, next request) against a fake Gemini "
+            f"server at {server.url}: no key, no network.\nIts script shows, in order: a "
+            "history from an earlier model (Gemini 2.5), the model's thoughts, two tool calls "
+            "at once,\na server error inside the stream, a tool call cut off in its "
+            "arguments, then the same call whole."
         )
     out.header(prompt, where)
     started = time.monotonic()
@@ -551,7 +554,7 @@ class _Printer:
             self.mode = ""
 
     def header(self, prompt: str, where: str) -> None:
-        self.line(self._c("1", "fastagg demo") + self._c("2", f"  ({where})"))
+        self.line(self._c("1", "fastagg demo: ") + self._c("2", where))
         self.line(self._c("1", "user: ") + prompt)
 
     def event(self, event: TurnEvent, elapsed: float) -> None:
@@ -585,7 +588,7 @@ class _Printer:
             key = (event.step, event.part)
             if self.mode != key:
                 self.end_run()
-                self.write(self._c("36", f"⋯ {event.name} streaming "))
+                self.write(self._c("36", f"⋯ {event.name} arguments as they stream in:"))
                 self.mode = key
                 self.path = None
             if event.json_path != self.path:
@@ -603,23 +606,25 @@ class _Printer:
             status = self._c("32" if event.status == "ok" else "31", event.status)
             self.line(f"← {event.name} {status} {event.elapsed * 1000:.0f} ms: {shown}")
         elif isinstance(event, ev.StepEnd):
+            # V6: the outcome in words; the finish reason as the service sent it, or none
             total = (event.usage or {}).get("totalTokenCount")
-            tokens = f", {total} tokens" if total is not None else ""
+            facts = [f"finish reason {event.raw_finish_reason}"] if event.raw_finish_reason else []
+            facts += [f"{total} tokens"] if total is not None else []
+            said = _OUTCOMES.get(event.outcome, event.outcome)
             self.line(
                 self._c(
                     "2",
-                    f"   step {event.step} ended: {event.outcome}, finish "
-                    f"{event.raw_finish_reason or 'none'}{tokens}",
+                    f"   step {event.step} ended ({event.outcome}): {said}"
+                    + (f"; {', '.join(facts)}" if facts else ""),
                 )
             )
         elif isinstance(event, ev.Lifecycle):
+            # V6: the phase, where, then what happened and what fastagg did, in words
             tool = f" ({event.tool_name})" if event.tool_name else ""
+            where = f"in step {event.step}" if event.step else "before the first request"
+            said = _PHASES.get(event.phase)
             self.line(
-                self._c(
-                    "33",
-                    f"!  {event.phase}{tool} at step {event.step}/{event.max_steps}, "
-                    f"{event.tool_call_count} tool calls, {event.elapsed:.1f}s",
-                )
+                self._c("33", f"!  {event.phase}{tool} {where}" + (f": {said}" if said else ""))
             )
             if event.detail:
                 self.line(self._c("33", f"   {event.detail}"))
@@ -628,13 +633,16 @@ class _Printer:
 
     def summary(self, result: TurnResult) -> None:
         usage = result.usage or {}
-        color = "32" if str(result.stop_reason) == "completed" else "31"
+        reason = str(result.stop_reason)
+        color = "32" if reason == "completed" else "31"
         self.line("")
         self.line(self._c("1", "summary"))
         self.line(
-            f"  stop reason : {self._c(color, str(result.stop_reason))}"
-            f" (finish {result.finish_reason}, raw {result.raw_finish_reason})"
+            f"  stop reason : {self._c(color, reason)}"
+            + (f" ({_STOPS[reason]})" if reason in _STOPS else "")
         )
+        # V6: the model's last finish reason, as the service sent it, once
+        self.line(f"  finish      : {result.raw_finish_reason or 'none (no finish reason)'}")
         self.line(f"  steps       : {result.steps_used}")
         self.line(f"  tool calls  : {result.tool_call_count}")
         retries = ", ".join(f"{k} {v}" for k, v in sorted(result.retries.items()) if v) or "none"
@@ -661,3 +669,55 @@ class _Printer:
         self.line(f"  time        : {result.elapsed:.2f}s")
         if result.message:
             self.line(f"  message     : {result.message}")
+        # V7: what to try next, the last line a command
+        self.line("")
+        self.line(
+            "Next, a recorded Gemini stream aggregated into the parts a turn sends back (from "
+            "this checkout);\nwith GEMINI_API_KEY set, `fastagg demo --live` runs this turn "
+            "against Gemini itself."
+        )
+        self.line("try next: " + self._c("1", NEXT_COMMAND))
+
+
+NEXT_COMMAND = "fastagg aggregate examples/data/weather.sse --parts"
+"""The demo's last line (V7): the README's next command."""
+
+# V6: the demo's plain words for step outcomes, Lifecycle phases and stop reasons.
+_OUTCOMES = {
+    "answer": "the model answered",
+    "tool-calls": "the model asked for tools",
+    "malformed": "the model's function call was malformed",
+    "no-finish": "the stream ended without a finish reason",
+    "error": "the service reported an error",
+    "interrupted": "the request was interrupted",
+    "final-answer": "the model gave its final answer",
+}
+_PHASES = {
+    "signature-strip": "a thought signature was removed from the history, because it came "
+    "from another model, which the model of this turn would reject",
+    "signature-sentinel": "the placeholder signature the model requires was put on a call "
+    "from the history, which came from another model",
+    "no-finish-retry": "the step ended without a finish reason, so fastagg sends it again",
+    "malformed-retry": "the model's function call was malformed, so fastagg sends the step again",
+    "provider-retry": "the service failed in a way worth retrying, so fastagg sends the step again",
+    "tool-timeout": "the tool ran past its time limit; the model gets an error as its result",
+    "time-limit": "the turn ran out of time",
+    "stalled": "the stream went silent for too long",
+    "aborted": "the turn was stopped on request",
+    "step-cap": "the turn reached its step limit",
+    "context-cap": "the conversation reached its context limit",
+    "provider-error": "the service failed and the turn ends",
+    "wrapup": "little time is left: the model is asked to finish now",
+    "stream-resume": "the stream broke off; fastagg resumes it",
+    "continuation": "the answer goes on in another request (long decode)",
+    "continuation-resume": "a long answer's stream broke off; fastagg resumes it",
+}
+_STOPS = {
+    "completed": "the model gave its answer",
+    "step-cap": "the step limit was reached",
+    "time-limit": "the turn ran out of time",
+    "stalled": "the stream went silent",
+    "aborted": "stopped on request",
+    "context-cap": "the context limit was reached",
+    "provider-error": "the service failed",
+}
