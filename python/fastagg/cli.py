@@ -622,9 +622,11 @@ class _Printer:
             # V6: the phase, where, then what happened and what fastagg did, in words
             tool = f" ({event.tool_name})" if event.tool_name else ""
             where = f"in step {event.step}" if event.step else "before the first request"
-            said = _PHASES.get(event.phase)
+            meaning = _PHASES.get(event.phase)
             self.line(
-                self._c("33", f"!  {event.phase}{tool} {where}" + (f": {said}" if said else ""))
+                self._c(
+                    "33", f"!  {event.phase}{tool} {where}" + (f": {meaning}" if meaning else "")
+                )
             )
             if event.detail:
                 self.line(self._c("33", f"   {event.detail}"))
