@@ -389,6 +389,21 @@ def _events_sink(event: Any) -> None:
     pass
 
 
+def _otel_on() -> None:
+    """T8: telemetry on, as an application would set it up (the exporter does no I/O)."""
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benches.loop", description=__doc__)
     parser.add_argument("--rounds", type=int, default=15)
@@ -402,7 +417,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "whose count of --just 20 less that of --just 10, divided by 210, is the "
         "instructions of a request-step",
     )
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="with OpenTelemetry on: the SDK's tracer and meter providers, an in-memory span "
+        "exporter (a simple processor: each span exported as it ends) and metric reader",
+    )
     args = parser.parse_args(argv)
+    if args.otel:
+        _otel_on()
     if args.just is not None:
         just(args.just)
         return 0

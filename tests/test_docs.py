@@ -32,6 +32,7 @@ NEEDS = {
     "pydantic_ai": "pydantic_ai",
     "google.genai": "google.genai",
     "fastagg.genai": "google.genai",
+    "opentelemetry": "opentelemetry.sdk",
 }
 EXAMPLES = {
     "genai_chat.py": "google.genai",

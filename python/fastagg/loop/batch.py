@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,6 +14,7 @@ from .._json import Content, FunctionCall, JSONObject
 from .._log import DEBUG, TOOLS, plain, shown
 from ..events import ToolCallEnd, ToolCallStart, ToolStatus
 from ..limits import TurnLimits
+from ..telemetry import TurnTelemetry
 from ..tools import DONE, QUEUED, RUNNING, ThreadCall, Tool, ToolContext, tool_threads
 from .clock import TurnClock, reap
 from .emit import Emitter
@@ -52,6 +54,7 @@ class ToolRunner:
         self._wrapup = limits.turn_budget_set  # L38: read once, not per step (L71)
         self.debug = TOOLS.isEnabledFor(DEBUG)  # O5: read once a turn
         self._cancelling = False  # the batch is being torn down by the turn
+        self.otel: TurnTelemetry | None = None  # T4: the turn's telemetry, when on
         # L39: the first answered call of each id this turn (name, args, response), and
         # this step's repeated calls (index of the first one, or an earlier step's response)
         self._answered: dict[str, tuple[str, Any, JSONObject]] = {}
@@ -61,7 +64,7 @@ class ToolRunner:
         """Run ``calls`` (the model content holding them is already appended) and answer them."""
         responses: list[JSONObject | None] = [None] * len(calls)
         started = self.clock.time()
-        tasks: list[asyncio.Task[None]] = []
+        tasks: list[asyncio.Task[str | None]] = []
         self._repeats = {}
         # L42: from here on every exit answers every call, the awaited events included.
         try:
@@ -90,13 +93,14 @@ class ToolRunner:
             run: Sequence[int] = range(len(calls))
             if repeats:
                 run = [i for i in run if i not in repeats]
+            runner = self._call if self.otel is None else functools.partial(_traced, self)  # T4
             if len(run) == 1:
                 # L46: one call runs in the turn's own task: a task of its own would cost a
                 # Task, two loop iterations and a context copy per step.
-                await self._call(step, run[0], calls[run[0]], responses)
+                await runner(step, run[0], calls[run[0]], responses)
             else:
                 loop = self.clock.loop
-                tasks = [loop.create_task(self._call(step, i, calls[i], responses)) for i in run]
+                tasks = [loop.create_task(runner(step, i, calls[i], responses)) for i in run]
                 await asyncio.gather(*tasks)
         except BaseException:  # L6: an abort or any exit answers every call
             self._cancelling = True
@@ -226,8 +230,9 @@ class ToolRunner:
 
     async def _call(
         self, step: int, i: int, call: FunctionCall, responses: list[JSONObject | None]
-    ) -> None:
-        """Run call ``i`` within its tool's timeout and record its response (L26).
+    ) -> str | None:
+        """Run call ``i`` within its tool's timeout and record its response (L26); the
+        kind of failure, if it failed (T4: the span's ``error.type``).
 
         L71: one coroutine per call; the tool's own is awaited directly in it.
         """
@@ -238,6 +243,7 @@ class ToolRunner:
         status: ToolStatus = "error"
         response: JSONObject | None = None
         run: Any = None
+        failure: str | None = None
         if self.debug:  # O4: the arguments only at debug
             call_id = call.get("id")
             TOOLS.debug(
@@ -251,6 +257,7 @@ class ToolRunner:
         if tool is None:
             known = ", ".join(self.tools) or "none"
             response = {"error": f"Unknown tool {name!r}. Available tools: {known}."}
+            failure = "unknown_tool"
         else:
             timeout = tool.timeout if tool.timeout is not None else self.limits.tool_timeout
             ctx = self._context(step, tool, call, start, timeout) if tool.wants_context else None
@@ -269,14 +276,19 @@ class ToolRunner:
                 if clock.interrupted or self._cancelling:
                     raise
                 response = {"error": "CancelledError: the tool cancelled itself"}
+                failure = "CancelledError"
             except Exception as exc:
                 response = {"error": _exception_text(exc)}
+                failure = type(exc).__qualname__
             finally:
                 if window.timed_out and ctx is not None:
                     ctx.cancelled.set()
             if response is None:  # the window suppressed its own cancellation: a timeout
                 response = {"error": _timed_out(name, timeout, run)}
                 status = "timeout"
+                failure = "timeout"
+            elif status == "error" and failure is None:
+                failure = "invalid_result"  # L84: a value that cannot be sent as JSON
         responses[i] = response
         self.count += 1
         if self.debug:
@@ -289,6 +301,7 @@ class ToolRunner:
             await self.emit(
                 ToolCallEnd(step, i, call.get("id"), name, status, clock.time() - start, response)
             )
+        return failure
 
     def _context(
         self, step: int, tool: Tool, call: FunctionCall, start: float, timeout: float
@@ -324,6 +337,25 @@ def _log_call_end(
             elapsed,
             shown(response.get("error")),
         )
+
+
+async def _traced(
+    runner: ToolRunner, step: int, i: int, call: FunctionCall, responses: list[JSONObject | None]
+) -> str | None:
+    """T4: :meth:`ToolRunner._call` inside the call's ``execute_tool`` span, current while
+    the tool runs (a sync tool's thread gets a copy of the context, so it nests there too)."""
+    assert runner.otel is not None
+    name = call["name"]
+    tool = runner.tools.get(name)
+    description = tool.description if tool is not None else None
+    span = runner.otel.tool(name, call.get("id"), call.get("args"), description)
+    try:
+        failure = await runner._call(step, i, call, responses)
+    except BaseException as exc:
+        span.fail(exc)
+        raise
+    span.end(responses[i], failure)
+    return failure
 
 
 def tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:

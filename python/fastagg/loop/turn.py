@@ -30,6 +30,7 @@ from ..signatures import (
     sentinel_on_first_call,
     turn_start,
 )
+from ..telemetry import TurnTelemetry, for_turn
 from ..tools import Tool
 from .batch import ToolRunner, tool_map
 from .classify import Budget, Outcome, Verdict, classify, history_error, unsendable
@@ -108,6 +109,11 @@ class Turn:
         self.tools = ToolRunner(
             tool_by_name, limits, abort, self.clock, self.emit, self.wire, self._append
         )
+        # T1: None unless OpenTelemetry is imported and a provider set (checked once a turn)
+        self.otel = otel = for_turn(model)
+        self.tools.otel = otel
+        if otel is not None:
+            self.stream.model = otel.timed(model)  # T6: the first chunk of each body
         self.steps = 0
         self.retries = {"malformed": 0, "no-finish": 0, "provider": 0}
         self.texts: list[str] = []  # answer text of failed or cut-off steps (L20, L24)
@@ -121,8 +127,20 @@ class Turn:
     # -- task management -------------------------------------------------
 
     def start(self) -> asyncio.Task[TurnResult]:
-        self.task = asyncio.get_running_loop().create_task(self._main())
+        main = self._main() if self.otel is None else self._traced(self.otel)
+        self.task = asyncio.get_running_loop().create_task(main)
         return self.task
+
+    async def _traced(self, otel: TurnTelemetry) -> TurnResult:
+        """T2: the turn inside its span, current in the turn's task."""
+        otel.start()
+        try:
+            result = await self._main()
+        except BaseException as exc:
+            otel.fail(exc)
+            raise
+        otel.end(result)
+        return result
 
     async def cancel(self) -> None:
         """The caller gave up: cancel the turn and wait for its cleanup."""
@@ -417,13 +435,42 @@ class Turn:
             await self.clock.take_pending()  # L43
         # L71: no progress() here: reading the body restarts the stall clock (L60) before
         # anything can wait.
+        events = DeltaEvents(self.emit, step)
+        if self.otel is not None:  # T8: off, the one check of a request
+            return await self._traced_request(events, step, attempt, request, timeout, kind)
         segments: list[Any] = []
         try:
-            return await self.stream.read(DeltaEvents(self.emit, step), request, timeout, segments)
+            return await self.stream.read(events, request, timeout, segments)
         except asyncio.CancelledError:
             # L63: cut in a hop or between two, the partial result is every segment so far.
             await self._interrupted(step, attempt, view(segments))
             raise
+
+    async def _traced_request(
+        self,
+        events: DeltaEvents,
+        step: int,
+        attempt: int,
+        request: Request,
+        timeout: float | None,
+        kind: StepKind,
+    ) -> tuple[Any, ProviderError | None, bool]:
+        """T3: :meth:`_request` inside the request's span, with its metrics (T6)."""
+        assert self.otel is not None
+        span = self.otel.request(step, attempt, kind, request)
+        segments: list[Any] = []
+        recorded = len(self.usage.by_step)
+        hops = self.stream.hops
+        try:
+            out = await self.stream.read(events, request, timeout, segments)
+        except BaseException as exc:
+            cause = self.clock.cause
+            span.cut(cause if cause is not None else type(exc).__qualname__)
+            if isinstance(exc, asyncio.CancelledError):
+                await self._interrupted(step, attempt, view(segments))  # L63
+            raise
+        span.end(out[0], out[1], self.usage.by_step[recorded:], self.stream.hops - hops)
+        return out
 
     async def _interrupted(self, step: int, attempt: int, partial: Any) -> None:
         """L20: a cut-off request's output is not appended; its text still counts (its
