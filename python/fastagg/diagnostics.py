@@ -58,6 +58,7 @@ class Diagnostic:
         "candidate",
         "code",
         "count",
+        "encoding",
         "event",
         "event_type",
         "expected",
@@ -100,6 +101,7 @@ class Diagnostic:
     event_type: str | None
     step: int | None
     step_type: str | None
+    encoding: str | None
 
     def __init__(self, code: str, message: str, **fields: object) -> None:
         entry = _catalog().get(code)

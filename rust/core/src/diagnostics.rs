@@ -50,6 +50,12 @@ pub enum Diagnostic {
         offset: u64,
         limit: u64,
     },
+    CompressedBody {
+        encoding: &'static str,
+    },
+    LinesWithoutEnds {
+        offset: u64,
+    },
     WrongShape {
         event: u64,
         path: String,
@@ -282,6 +288,12 @@ impl Diagnostic {
                     ("limit", Int(*limit)),
                 ],
             ),
+            Self::CompressedBody { encoding } => {
+                ("compressed_body", vec![("encoding", Str(encoding))])
+            }
+            Self::LinesWithoutEnds { offset } => {
+                ("lines_without_ends", vec![("offset", Int(*offset))])
+            }
             Self::WrongShape {
                 event,
                 path,
@@ -616,6 +628,8 @@ mod tests {
                 offset: 2,
                 limit: 3,
             },
+            D::CompressedBody { encoding: "gzip" },
+            D::LinesWithoutEnds { offset: 5 },
             D::WrongShape {
                 event: 1,
                 path: s("candidates"),

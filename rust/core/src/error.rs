@@ -10,6 +10,10 @@ pub enum ErrorKind {
     InvalidJson,
     InvalidUtf8,
     EventTooLarge,
+    /// U4: the body is compressed; nothing of it can be read.
+    CompressedBody,
+    /// U5: the body's lines were fed without their line ends.
+    LinesWithoutEnds,
 }
 
 impl ErrorKind {
@@ -19,6 +23,8 @@ impl ErrorKind {
             Self::InvalidJson => "invalid-json",
             Self::InvalidUtf8 => "invalid-utf8",
             Self::EventTooLarge => "event-too-large",
+            Self::CompressedBody => "compressed-body",
+            Self::LinesWithoutEnds => "lines-without-ends",
         }
     }
 }
@@ -67,6 +73,17 @@ impl MalformedStream {
             limit,
         };
         Self::new(ErrorKind::EventTooLarge, offset, event, diagnostic)
+    }
+
+    /// U4, U5: the body as fed cannot be read at all (not one bad payload);
+    /// `event` is the number of events seen before.
+    #[must_use]
+    pub fn unreadable(diagnostic: Diagnostic, event: u64) -> Self {
+        let (kind, offset) = match diagnostic {
+            Diagnostic::LinesWithoutEnds { offset } => (ErrorKind::LinesWithoutEnds, offset),
+            _ => (ErrorKind::CompressedBody, 0),
+        };
+        Self::new(kind, offset, event, diagnostic)
     }
 
     #[must_use]

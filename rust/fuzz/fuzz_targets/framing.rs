@@ -18,7 +18,9 @@ fn own(frame: Frame<'_>) -> Owned {
     match frame {
         Frame::Payload { offset, data } => Owned::Payload(offset, data.to_vec()),
         Frame::TooLarge { offset } => Owned::TooLarge(offset),
-        Frame::Warning(diagnostic) => Owned::Warning(diagnostic.message()),
+        Frame::Warning(diagnostic) | Frame::Unreadable(diagnostic) => {
+            Owned::Warning(diagnostic.message())
+        }
         Frame::Unterminated { offset, data } => Owned::Unterminated(offset, data.to_vec()),
         Frame::Incomplete { offset } => Owned::Incomplete(offset),
     }

@@ -16,10 +16,10 @@ from ..._chunks import chunk_to_mapping
 from ..._json import JSONObject
 from ...diagnostics import Diagnostic
 from ...errors import AggregatorClosed, MalformedStreamError
-from ..diagnostics import _diagnostic
+from ..diagnostics import _diagnostic, _text
 from ..error import EVENT_TOO_LARGE, Problem, _bad_payload, _malformed
 from ..event import _parse_payload
-from ..framing import PAYLOAD, TOO_LARGE, UNTERMINATED, WARNING, Frame, _BodyFramer
+from ..framing import PAYLOAD, TOO_LARGE, UNREADABLE, UNTERMINATED, WARNING, Frame, _BodyFramer
 from ..framing.lines import _as_bytes, _payload_bytes
 from .calls import _close_open_calls
 from .candidate import _candidate, _render_candidate
@@ -308,6 +308,22 @@ class StreamAggregator:
         elif frame.kind == WARNING:
             assert isinstance(frame.data, Diagnostic)
             self._warnings.append(frame.data)
+        elif frame.kind == UNREADABLE:
+            # U4, U5: raised whatever `strict` says: not one bad event to skip,
+            # nothing of the body can be read as it was fed.
+            assert isinstance(frame.data, Diagnostic) and errors is not None
+            kind = (
+                "compressed-body" if frame.data.code == "compressed_body" else "lines-without-ends"
+            )
+            errors.append(
+                MalformedStreamError(
+                    _text(frame.data),
+                    kind,
+                    frame.offset,
+                    self._events_seen,
+                    diagnostic=frame.data,
+                )
+            )
         elif frame.kind == UNTERMINATED:
             assert isinstance(frame.data, bytes)
             event = _parse_payload(frame.data, self._max_event_bytes)

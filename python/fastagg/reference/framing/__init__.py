@@ -7,12 +7,14 @@ WHATWG decoder (F15), which shares only the line splitting.
 
 from __future__ import annotations
 
+from ..diagnostics import _diagnostic
 from .array import _ArrayFramer
 from .lines import (
     _NON_WS,
     INCOMPLETE,
     PAYLOAD,
     TOO_LARGE,
+    UNREADABLE,
     UNTERMINATED,
     WARNING,
     Frame,
@@ -20,9 +22,12 @@ from .lines import (
 )
 from .sse import _SseFramer
 
-__all__ = ["INCOMPLETE", "PAYLOAD", "TOO_LARGE", "UNTERMINATED", "WARNING", "Frame"]
+__all__ = ["INCOMPLETE", "PAYLOAD", "TOO_LARGE", "UNREADABLE", "UNTERMINATED", "WARNING", "Frame"]
 
 _OPEN_BRACKET = 0x5B
+# U4: the first bytes of a gzip or zlib body.
+_COMPRESSION = {b"\x1f\x8b": "gzip", b"\x78\x01": "zlib", b"\x78\x9c": "zlib", b"\x78\xda": "zlib"}
+_MAGIC_FIRST = (0x1F, 0x78)
 
 
 class _BodyFramer:
@@ -34,13 +39,37 @@ class _BodyFramer:
         self._mode: str | None = None  # None until the first non-whitespace byte
         self._sse = _SseFramer(limit)
         self._array = _ArrayFramer(limit)
+        self._magic: bytes | None = b""  # U4: the body's first byte held; None once decided
 
     def feed(self, data: bytes, out: list[Frame]) -> None:
+        if self._mode == "refused":
+            return
+        if self._magic is not None and data:
+            held = self._magic + data
+            if held[0] not in _MAGIC_FIRST:
+                self._magic = None
+            elif len(held) < 2:
+                self._magic = held
+                return
+            else:
+                self._magic = None
+                encoding = _COMPRESSION.get(held[:2])
+                if encoding is not None:
+                    self._mode = "refused"
+                    out.append(
+                        Frame(UNREADABLE, 0, _diagnostic("compressed_body", encoding=encoding))
+                    )
+                    return
+                data = held
         data, dropped = self._bom.feed(data)
         self._pos += dropped
         self._feed(data, out)
 
     def close(self, out: list[Frame]) -> None:
+        if self._mode == "refused":
+            return
+        if self._magic:
+            self._feed(self._magic, out)
         self._feed(self._bom.close(), out)
         if self._mode == "array":
             self._array.close(out)
@@ -68,3 +97,5 @@ class _BodyFramer:
             self._array.feed(data, base, out)
         else:
             self._sse.feed(data, base, out)
+            if self._sse.refused:
+                self._mode = "refused"

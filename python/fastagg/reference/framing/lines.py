@@ -24,12 +24,14 @@ _STRING_SPECIAL = re.compile(rb'["\\]')
 
 
 # Frame kinds. "unterminated" and "incomplete" only come from close() (F14).
-FrameKind = Literal["payload", "too-large", "warning", "unterminated", "incomplete"]
+FrameKind = Literal["payload", "too-large", "warning", "unterminated", "incomplete", "unreadable"]
 PAYLOAD: Final = "payload"
 TOO_LARGE: Final = "too-large"
 WARNING: Final = "warning"
 UNTERMINATED: Final = "unterminated"
 INCOMPLETE: Final = "incomplete"
+# U4, U5: the body as fed cannot be read (its diagnostic in ``data``); the rest is ignored.
+UNREADABLE: Final = "unreadable"
 
 
 class Frame(NamedTuple):
@@ -37,7 +39,7 @@ class Frame(NamedTuple):
 
     kind: FrameKind
     offset: int
-    data: bytes | Diagnostic | None = None  # payload bytes, or a framing warning
+    data: bytes | Diagnostic | None = None  # payload bytes, or a framing diagnostic
 
 
 class _BomStripper:

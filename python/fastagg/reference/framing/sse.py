@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
+from ..diagnostics import _diagnostic
+from ..event import _parse_payload
 from .lines import (
     _NON_WS,
+    UNREADABLE,
     Frame,
     _Buffer,
     _event_frame,
@@ -16,6 +19,7 @@ from .lines import (
 _QUOTE, _OPEN_BRACE = 0x22, 0x7B
 _DONE = b"[DONE]"
 _BLOCK_SPECIAL = re.compile(rb'[{}"]')
+_JOIN = b"}data:"  # U5: where two data lines ran together
 
 
 class _Block:
@@ -80,12 +84,22 @@ class _SseFramer:
         self._event_offset: int | None = None  # offset of the event's first data line
         self._data = _Buffer(limit)
         self._block: _Block | None = None
+        self._first_line = True  # no line end seen yet: the U5 check runs
+        self._tail = b""  # the first line's last data bytes (up to 5), for a split `}data:`
+        self.refused = False  # U5: the lines came without their line ends; nothing more is framed
 
     def feed(self, data: bytes, base: int, out: list[Frame]) -> None:
         for start, end, ends_line in self._lines.split(data):
             if end > start:
                 self._line_bytes(data[start:end], base + start)
+                if self.refused:
+                    offset = self._event_offset or 0
+                    diagnostic = _diagnostic("lines_without_ends", offset=offset)
+                    out.append(Frame(UNREADABLE, offset, diagnostic))
+                    self._event_offset, self._data = None, _Buffer(self._limit)
+                    return
             if ends_line:
+                self._first_line = False
                 self._end_line(out)
 
     def close(self, out: list[Frame]) -> None:
@@ -106,7 +120,7 @@ class _SseFramer:
         if self._kind == _LINE_UNKNOWN:
             self._classify(seg, ended=False)
         elif self._kind == _LINE_DATA:
-            self._data.add(seg)
+            self._value(seg)
         elif self._kind == _LINE_BLOCK:
             assert self._block is not None
             self._block.feed(seg)
@@ -134,14 +148,49 @@ class _SseFramer:
                 self._head = head  # is the next byte the optional space?
                 return
             self._start_data_line()
-            self._data.add(head[6:] if head[5:6] == b" " else head[5:])
-            self._data.add(rest)
+            self._value(head[6:] if head[5:6] == b" " else head[5:])
+            self._value(rest)
         elif head == b"data" and ended:
             self._start_data_line()
         elif b"data:".startswith(head) and not ended:
             self._head = head
         else:
             self._kind = _LINE_IGNORED
+
+    def _value(self, seg: bytes) -> None:
+        """Bytes of a data line's value; on the first line, checked for U5 first."""
+        if self.refused:
+            return
+        if self._first_line and seg and self._joined(seg):
+            self.refused = True
+            return
+        self._data.add(seg)
+
+    def _joined(self, value: bytes) -> bool:
+        """U5: whether the first line's data so far holds a whole JSON object followed
+        directly by ``data:`` (lines fed without their line ends: ``data: {..}data: {..}``).
+
+        Only the first ``}data:`` is tried (a valid stream has none after a whole
+        object there), and only when all of it lies within ``max_event_bytes``, so
+        the answer does not depend on how the body was split.
+        """
+        if self._data.over:  # past max_event_bytes no `}data:` can count any more
+            self._first_line = False
+            return False
+        before, tail = self._data.size, self._tail
+        k = (tail + value[:5]).find(_JOIN)
+        end: int | None = before - len(tail) + k + 1 if k >= 0 else None
+        if end is None:
+            k = value.find(_JOIN)
+            end = before + k + 1 if k >= 0 else None
+        self._tail = value[-5:] if len(value) >= 5 else (tail + value)[-5:]
+        if end is None:
+            return False
+        self._first_line = False
+        if end + len(_JOIN) - 1 > self._limit:
+            return False
+        whole = (self._data.value() + value)[:end]
+        return whole[:1] == b"{" and not isinstance(_parse_payload(whole, self._limit), str)
 
     def _start_data_line(self) -> None:
         self._kind = _LINE_DATA

@@ -427,6 +427,11 @@ impl State {
                 _ => self.drop_incomplete(offset),
             },
             Frame::Incomplete { offset } => self.drop_incomplete(offset),
+            // U4, U5: raised whatever `strict` says: this is not one bad event
+            // to skip, nothing of the body can be read as it was fed.
+            Frame::Unreadable(diagnostic) => {
+                errors.push(MalformedStream::unreadable(diagnostic, self.events_seen));
+            }
         }
     }
 

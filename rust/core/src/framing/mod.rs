@@ -16,6 +16,8 @@
 //!     /// Only from `close()`: a pending event that was too large or cannot be
 //!     /// complete (F14 drop).
 //!     Incomplete { offset: u64 },
+//!     /// U4, U5: the body as fed cannot be read; the rest is ignored.
+//!     Unreadable(Diagnostic),
 //! }
 //! pub struct BodyFramer { .. }
 //! impl BodyFramer {
@@ -76,6 +78,9 @@ pub enum Frame<'a> {
     /// Only from `close()`: a pending event that was too large or cannot be
     /// complete (F14 drop).
     Incomplete { offset: u64 },
+    /// The body as fed cannot be read (U4 compressed, U5 lines without their
+    /// line ends); nothing more of it is framed.
+    Unreadable(Diagnostic),
 }
 
 const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
@@ -102,7 +107,20 @@ enum Mode {
     Lead,
     Sse,
     Array,
+    /// U4: the first byte may start a gzip or zlib header; the second decides.
+    Magic(u8),
+    /// U4, U5: the body cannot be read; later bytes are ignored.
+    Refused,
     Closed,
+}
+
+/// U4: the compression whose header starts with `first` and `second`.
+fn compression(first: u8, second: u8) -> Option<&'static str> {
+    match (first, second) {
+        (0x1f, 0x8b) => Some("gzip"),
+        (0x78, 0x01 | 0x9c | 0xda) => Some("zlib"),
+        _ => None,
+    }
 }
 
 /// The aggregator's framing: raw body bytes in, [`Frame`]s out.
@@ -141,6 +159,23 @@ impl BodyFramer {
         let mut i = 0;
         loop {
             match self.mode {
+                Mode::Bom(0) if matches!(data.get(i), Some(&(0x1f | 0x78))) => {
+                    self.mode = Mode::Magic(data[i]);
+                    i += 1;
+                }
+                Mode::Magic(first) => {
+                    let Some(&second) = data.get(i) else {
+                        return;
+                    };
+                    if let Some(encoding) = compression(first, second) {
+                        self.mode = Mode::Refused;
+                        sink(Frame::Unreadable(Diagnostic::CompressedBody { encoding }));
+                        return;
+                    }
+                    // Not a header: the held byte is content (not whitespace).
+                    self.mode = Mode::Sse;
+                    self.sse.feed(&[first], 0, max, sink);
+                }
                 Mode::Bom(mut k) => {
                     while k < BOM.len() && i < data.len() && data.get(i) == BOM.get(k) {
                         k += 1;
@@ -183,6 +218,9 @@ impl BodyFramer {
                 Mode::Sse => {
                     let rest = &data[i..];
                     self.sse.feed(rest, base + i as u64, max, sink);
+                    if self.sse.refused {
+                        self.mode = Mode::Refused;
+                    }
                     return;
                 }
                 Mode::Array => {
@@ -190,7 +228,7 @@ impl BodyFramer {
                     self.array.feed(rest, base + i as u64, max, sink);
                     return;
                 }
-                Mode::Closed => return,
+                Mode::Refused | Mode::Closed => return,
             }
         }
     }
@@ -213,9 +251,13 @@ impl BodyFramer {
                 self.sse.feed(&BOM[..k], 0, max, sink);
                 self.sse.close(max, sink);
             }
+            Mode::Magic(first) => {
+                self.sse.feed(&[first], 0, max, sink);
+                self.sse.close(max, sink);
+            }
             Mode::Sse => self.sse.close(max, sink),
             Mode::Array => self.array.close(max, sink),
-            Mode::Bom(_) | Mode::Lead | Mode::Closed => {}
+            Mode::Bom(_) | Mode::Lead | Mode::Refused | Mode::Closed => {}
         }
         self.mode = Mode::Closed;
     }

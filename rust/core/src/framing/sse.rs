@@ -1,9 +1,14 @@
 //! SSE framing of a Gemini body (F2-F5, F13, F14): `data:` lines and bare JSON blocks.
 
-use memchr::{memchr2, memchr3};
+use memchr::{memchr2, memchr3, memmem};
 
 use super::lines::{Acc, LineSplitter};
 use super::{is_ignorable, Frame, DATA_FIELD};
+use crate::diagnostics::Diagnostic;
+use crate::event::parse_event;
+
+/// U5: where two data lines ran together.
+const JOIN: &[u8] = b"}data:";
 
 /// Brace counter of a bare JSON block (F4, F13). Strings are tracked over the
 /// whole block text (lines joined with `\n`).
@@ -95,6 +100,13 @@ pub(super) struct SseFramer {
     has_data: bool,
     /// A bare block is being collected.
     block: Option<Braces>,
+    /// No line end has been seen yet: the U5 check runs on the first line.
+    first_line: bool,
+    /// The last bytes (up to 5) of the first line's data, to find a `}data:`
+    /// split between two chunks.
+    tail: Vec<u8>,
+    /// U5: the body's lines came without their line ends; nothing more is framed.
+    pub(super) refused: bool,
 }
 
 impl SseFramer {
@@ -109,6 +121,9 @@ impl SseFramer {
             },
             has_data: false,
             block: None,
+            first_line: true,
+            tail: Vec::new(),
+            refused: false,
         }
     }
 
@@ -122,8 +137,63 @@ impl SseFramer {
         let mut i = 0;
         while let Some((s, e, term)) = self.split.next(data, &mut i) {
             self.piece(data, base, s, e, term, max, sink);
+            if self.first_line {
+                if self.refused {
+                    return;
+                }
+                self.first_line = !term;
+            }
         }
         self.ev.detach(data, max);
+    }
+
+    /// U5: whether the value `data[p..e]` of the body's first line, with the
+    /// value before it, holds a whole JSON object followed directly by
+    /// `data:`, as lines fed without their line ends do (`data: {..}data:
+    /// {..}`). Only the first `}data:` is tried (a valid stream has none
+    /// after a whole object there), so each byte is looked at once, and the
+    /// answer does not depend on how the body was split.
+    fn joined_lines(&mut self, data: &[u8], p: usize, e: usize, max: usize) -> bool {
+        // Past `max_event_bytes` no `}data:` can count any more (see below).
+        let before = match usize::try_from(self.ev.len) {
+            Ok(n) if !self.ev.given_up => n,
+            _ => {
+                self.first_line = false;
+                return false;
+            }
+        };
+        let value = &data[p..e];
+        // A `}data:` that starts in the kept tail and ends in this piece.
+        let mut seam = std::mem::take(&mut self.tail);
+        let from_tail = seam.len();
+        seam.extend_from_slice(&value[..value.len().min(JOIN.len() - 1)]);
+        let end = match memmem::find(&seam, JOIN) {
+            Some(k) => Some(before - from_tail + k + 1),
+            None => memmem::find(value, JOIN).map(|k| before + k + 1),
+        };
+        let keep = seam.len().min(JOIN.len() - 1);
+        let tail_start = if value.len() >= JOIN.len() - 1 {
+            seam.clear();
+            &value[value.len() - (JOIN.len() - 1)..]
+        } else {
+            seam.drain(..seam.len() - keep);
+            &[][..]
+        };
+        seam.extend_from_slice(tail_start);
+        self.tail = seam;
+        let Some(end) = end else {
+            return false;
+        };
+        // Decided at the first `}data:`, whatever it is; only when all of it
+        // lies within `max_event_bytes`, so that it was kept however split.
+        let joined = end + JOIN.len() - 1 <= max && {
+            let mut object = self.ev.bytes(data)[..before.min(end)].to_vec();
+            object.extend_from_slice(&value[..end.saturating_sub(before)]);
+            object.first() == Some(&b'{') && parse_event(&object).is_ok()
+        };
+        // Still set when refused: `feed` then stops at once.
+        self.first_line = joined;
+        joined
     }
 
     /// Processes `data[s..e]`, a piece of the current line, ended by a line
@@ -207,6 +277,15 @@ impl SseFramer {
                             p += 1;
                         }
                         strip = false;
+                    }
+                    if self.first_line && self.joined_lines(data, p, e, max) {
+                        self.refused = true;
+                        sink(Frame::Unreadable(Diagnostic::LinesWithoutEnds {
+                            offset: self.ev.offset,
+                        }));
+                        self.ev.reset(0);
+                        self.has_data = false;
+                        return;
                     }
                     self.ev.push(data, p, e, max);
                     self.line = if term {

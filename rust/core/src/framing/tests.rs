@@ -68,7 +68,7 @@ fn own(f: Frame<'_>) -> F {
     match f {
         Frame::Payload { offset, data } => F::P(offset, data.to_vec()),
         Frame::TooLarge { offset } => F::Big(offset),
-        Frame::Warning(w) => F::W(w.message()),
+        Frame::Warning(w) | Frame::Unreadable(w) => F::W(w.message()),
         Frame::Unterminated { offset, data } => F::U(offset, data.to_vec()),
         Frame::Incomplete { offset } => F::I(offset),
     }
@@ -747,6 +747,71 @@ fn chunked(body: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
     }
     out.push(body[prev..].to_vec());
     out
+}
+
+fn unreadable(f: &[F]) -> Option<&str> {
+    match f {
+        [F::W(w)] if w.starts_with("U4: ") || w.starts_with("U5: ") => Some(w),
+        _ => None,
+    }
+}
+
+#[test]
+fn u4_a_gzip_or_zlib_body_is_unreadable_however_split() {
+    let gzip = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\xae\x05\x00";
+    let got = frames_all_splits(1 << 20, gzip);
+    let text = unreadable(&got).expect("one U4 frame");
+    assert!(
+        text.starts_with("U4: the body is gzip-compressed"),
+        "{text}"
+    );
+    for zlib in [&b"\x78\x9c\xab\xae\x05\x00"[..], b"\x78\x01x", b"\x78\xdax"] {
+        let got = frames_all_splits(1 << 20, zlib);
+        assert!(unreadable(&got)
+            .expect("U4")
+            .starts_with("U4: the body is zlib-compressed"));
+    }
+    // Only the two header bytes at the very start count.
+    assert_eq!(frames_all_splits(1 << 20, b"\x1f"), vec![]);
+    assert_eq!(
+        frames_all_splits(1 << 20, b"xy\ndata: {}\n\n"),
+        vec![p(3, "{}")]
+    );
+    assert_eq!(
+        frames_all_splits(1 << 20, b"\n\x1f\x8b\ndata: {}\n\n"),
+        vec![p(4, "{}")]
+    );
+}
+
+#[test]
+fn u5_lines_fed_without_their_line_ends_are_unreadable_however_split() {
+    let body = b"data: {\"a\":\"}\"}data: {\"b\":2}data: {\"c\":3}";
+    let got = frames_all_splits(1 << 20, body);
+    let text = unreadable(&got).expect("one U5 frame");
+    assert!(
+        text.starts_with(
+            "U5: the body's lines were fed without their line ends: the line at byte 0"
+        ),
+        "{text}"
+    );
+    // Within max_event_bytes only (the object and `data:`: 14 bytes here).
+    assert!(unreadable(&frames_all_splits(14, body)).is_some());
+    assert_eq!(unreadable(&frames_all_splits(13, body)), None);
+}
+
+#[test]
+fn u5_valid_streams_are_not_taken_for_joined_lines() {
+    // `}data:` inside a string of a single unterminated event.
+    let one = b"data: {\"t\":\"a}data: b\"}";
+    assert_eq!(
+        frames_all_splits(1 << 20, one),
+        vec![u(0, "{\"t\":\"a}data: b\"}")]
+    );
+    // Only the first line, and only its first `}data:`.
+    let later = b"data: {}\n\ndata: {}data: {}";
+    assert!(unreadable(&frames_all_splits(1 << 20, later)).is_none());
+    let first_only = b"data: {\"t\":\"}data:\"}data: {}";
+    assert!(unreadable(&frames_all_splits(1 << 20, first_only)).is_none());
 }
 
 proptest! {

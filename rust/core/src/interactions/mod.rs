@@ -141,7 +141,10 @@ fn malformed(
             limit: max as u64,
         },
         ErrorKind::InvalidJson if not_object => Diagnostic::IxNotAnObject { event, offset },
-        ErrorKind::InvalidJson => Diagnostic::IxInvalidJson { event, offset },
+        // Only the three payload kinds come here (U4 and U5 are not the Interactions framer's).
+        ErrorKind::InvalidJson | ErrorKind::CompressedBody | ErrorKind::LinesWithoutEnds => {
+            Diagnostic::IxInvalidJson { event, offset }
+        }
     };
     MalformedStream::new(kind, offset, n, diagnostic)
 }
