@@ -241,8 +241,11 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     if args.lenient:
-        for warning in result.warnings:
-            print(f"fastagg aggregate: {name}: warning: {warning}", file=sys.stderr)
+        for diagnostic in result.diagnostics:  # U6: the text and its code, not the rule id
+            text = diagnostic.message[len(diagnostic.rule) + 2 :]
+            print(
+                f"fastagg aggregate: {name}: warning: {text} [{diagnostic.code}]", file=sys.stderr
+            )
         for cut in result.unfinished_calls:  # K9: said out loud, never among function_calls
             print(f"fastagg aggregate: {name}: warning: {_cut_off(cut)}", file=sys.stderr)
     else:

@@ -22,7 +22,10 @@ class FastaggError(Exception):
 class MalformedStreamError(FastaggError, ValueError):
     """A payload of the stream could not be used (spec/contract/aggregation.md F8, F10).
 
-    ``kind`` is ``"invalid-json"``, ``"invalid-utf8"`` or ``"event-too-large"``;
+    ``kind`` is ``"invalid-json"``, ``"invalid-utf8"`` or ``"event-too-large"``, or
+    for a body that cannot be read as it was fed (raised whatever ``strict``
+    says; nothing more of it is used) ``"compressed-body"`` (U4: feed the
+    decompressed bytes) or ``"lines-without-ends"`` (U5: feed the bytes, not lines);
     ``offset`` is the byte offset of the event in the stream, ``event_index``
     its 0-based index among dispatched payloads. The bad event was skipped and
     the aggregator is still usable. ``deltas`` holds every delta that the same

@@ -171,7 +171,7 @@ async def test_i26_done_when_stored_three_hops_one_dropped_after_a_checkpoint() 
     phases = [phase for phase, _ in lifecycle(events)]
     assert phases == ["continuation", "stream-resume", "continuation"]
     resume = lifecycle(events)[1][1] or ""
-    assert resume.startswith("L59: resume 1 of 3 after CONNECTION: connection failed after ")
+    assert resume.startswith("resume 1 of 3 after CONNECTION: connection failed after ")
     assert step_ends(events) == [("completed", "answer")]
     assert result.contents[-1]["parts"] == [{"text": ANSWER_TEXT}]
 
@@ -203,8 +203,8 @@ async def test_l59_done_when_stateless_three_hops_one_dropped_after_a_checkpoint
     phases = [phase for phase, _ in lifecycle(events)]
     assert phases == ["continuation", "continuation-resume", "continuation"]
     assert [d for _, d in lifecycle(events)][::2] == [
-        "L56: hop 2 of step 1",
-        "L56: hop 3 of step 1",
+        "the answer continues in hop 2 of step 1",
+        "the answer continues in hop 3 of step 1",
     ]
 
 
@@ -262,7 +262,7 @@ async def test_l64_error_event_in_a_hop_retries_the_step_from_its_first_request(
     assert [b.get("continuation_token") for b in sent] == [None, "tok-1", None]
     assert sent[2] == sent[0]  # L64: the retry is the step's own request, not a hop
     assert lifecycle(events) == [
-        ("continuation", "L56: hop 2 of step 1"),
+        ("continuation", "the answer continues in hop 2 of step 1"),
         ("provider-retry", "503 UNAVAILABLE: The model is overloaded."),
     ]
     assert step_ends(events) == [("failed", "error"), ("completed", "answer")]

@@ -71,7 +71,7 @@ async def test_i26_three_resumes_that_drop_again_then_the_error_ends_the_turn() 
         ("stream-resume", cause)
     ] * 3
     assert [(p, d and d.split(" after ", 1)[0]) for p, d in lifecycle(events)] == [
-        *(("stream-resume", f"L59: resume {n} of 3") for n in (1, 2, 3)),
+        *(("stream-resume", f"resume {n} of 3") for n in (1, 2, 3)),
         ("provider-error", None),
     ]
 

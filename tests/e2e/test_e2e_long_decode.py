@@ -60,7 +60,10 @@ async def test_l61_hop_cap_classifies_the_64th_hop_as_it_is() -> None:
     assert len(result.usage_by_step) == 64
     assert phases(events) == ["continuation"] * 63
     details = [e.detail for e in events if isinstance(e, Lifecycle)]
-    assert (details[0], details[-1]) == ("L56: hop 2 of step 1", "L56: hop 64 of step 1")
+    assert (details[0], details[-1]) == (
+        "the answer continues in hop 2 of step 1",
+        "the answer continues in hop 64 of step 1",
+    )
 
 
 def dropped(n: int) -> Step:
@@ -84,7 +87,7 @@ async def test_l59_three_resumes_per_hop_then_the_drop_is_a_truncation() -> None
     assert result.text == f"[1][2][3][4]\n\n{result.message}"
     resumes = [e.detail for e in events if isinstance(e, Lifecycle)][:3]
     cause = result.error.message
-    assert resumes == [f"L59: resume {n} of 3 after CONNECTION: {cause}" for n in (1, 2, 3)]
+    assert resumes == [f"resume {n} of 3 after CONNECTION: {cause}" for n in (1, 2, 3)]
     assert phases(events) == ["continuation-resume"] * 3 + ["provider-error"]
 
 
@@ -364,7 +367,7 @@ async def test_l91_a_resume_that_never_finishes_the_call_runs_no_tool() -> None:
         1,
     )
     assert tokens == [None, "c1", None, None]
-    cut = "L32: the stream ended inside the call 'get_weather' (part 0); it was not run"
+    cut = "the stream ended inside the call 'get_weather' (part 0); it was not run"
     lifecycle = [(e.phase, e.detail) for e in events if isinstance(e, Lifecycle)]
     assert [p for p, _ in lifecycle] == ["continuation-resume", "malformed-retry"]
     assert lifecycle[1][1] == cut

@@ -155,7 +155,7 @@ def test_l32_an_unfinished_call_without_finish_reason_is_a_no_finish_retry_not_r
     assert (verdict.outcome, verdict.calls, verdict.lifecycle) == (
         Outcome.NO_FINISH_RETRY,
         [],
-        "L32: the stream ended inside the call 'lookup' (part 0); it was not run",
+        "the stream ended inside the call 'lookup' (part 0); it was not run",
     )
 
 

@@ -163,7 +163,7 @@ async def test_l39_same_id_twice_in_a_step_runs_once_and_answers_both_parts() ->
     warnings = [e for e in seen if isinstance(e, events.Lifecycle)]
     assert [(e.phase, e.tool_name) for e in warnings] == [("duplicate-call-id", "lookup")]
     assert warnings[0].detail == (
-        "L39: call 1 repeats the id 'x' of call 0 of this step with the same name and "
+        "call 1 repeats the id 'x' of call 0 of this step with the same name and "
         "arguments; the tool ran once and each part gets its response"
     )
     ends = [(e.index, e.status) for e in seen if isinstance(e, events.ToolCallEnd)]
@@ -200,7 +200,7 @@ async def test_l39_same_id_with_other_arguments_runs_both_and_warns() -> None:
     assert result.tool_call_count == 2
     (warning,) = [e for e in seen if isinstance(e, events.Lifecycle)]
     assert warning.detail == (
-        "L39: call 1 reuses the id 'x' of another call of this turn with a different name or "
+        "call 1 reuses the id 'x' of another call of this turn with a different name or "
         "arguments; both were run"
     )
 
@@ -223,6 +223,6 @@ async def test_l40_a_spliced_body_is_reported_not_silently_merged() -> None:
     (event,) = [e for e in seen if isinstance(e, events.Lifecycle)]
     assert (event.phase, event.step) == ("response-id-changed", 1)
     assert event.detail == (
-        'E10: event 1: responseId changed from "r1" to "r2"; the body holds more than one '
+        'event 1: responseId changed from "r1" to "r2"; the body holds more than one '
         "response and they were aggregated as one model turn"
     )

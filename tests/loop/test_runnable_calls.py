@@ -70,7 +70,7 @@ def test_l32_a_cut_off_call_only_in_unfinished_calls_with_a_finish_is_malformed(
     assert (verdict.outcome, verdict.calls, verdict.lifecycle) == (
         Outcome.MALFORMED_RETRY,
         [],
-        "L32: the stream ended inside the call 'send_email' (part 0); it was not run",
+        "the stream ended inside the call 'send_email' (part 0); it was not run",
     )
 
 
@@ -78,7 +78,7 @@ def test_l32_a_cut_off_call_only_in_unfinished_calls_without_a_finish_says_why()
     verdict = classify(Response(None, calls=[], unfinished=(1, "send_email")), None, True, budget())
     assert (verdict.outcome, verdict.lifecycle) == (
         Outcome.NO_FINISH_RETRY,
-        "L32: the stream ended inside the call 'send_email' (part 1); it was not run",
+        "the stream ended inside the call 'send_email' (part 1); it was not run",
     )
 
 

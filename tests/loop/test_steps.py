@@ -339,8 +339,10 @@ async def test_l3_non_retryable_http_error_is_not_retried() -> None:
         1,
         0,
     )
-    assert (
-        result.message == "The model service failed (HTTP 400 INVALID_ARGUMENT). Please try again."
+    # U3: a refused request says why, and not to send it again
+    assert result.message == (
+        "The model service refused the request (HTTP 400 INVALID_ARGUMENT: Bad request.). "
+        "Sending it again will not help: the request must change."
     )
 
 

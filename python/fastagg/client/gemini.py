@@ -22,6 +22,7 @@ from urllib.parse import urlencode, urljoin
 
 import orjson
 
+from .._args import check_client_args
 from .._fastagg import InteractionResponse, StreamAggregator
 from .._json import JSONObject, Request
 from .._log import CLIENT, DEBUG, failure, safe_url
@@ -104,6 +105,10 @@ class GeminiClient:
         transport: str | None = None,
         api: str | None = None,
     ) -> None:
+        # U1: a wrong type is named here, before a key is read or a session opened.
+        check_client_args(
+            model, api_key, project, location, base_url, api_version, headers, transport, api
+        )
         if api is not None:
             if api not in ("generate_content", "interactions"):
                 raise ValueError(f"api must be 'generate_content' or 'interactions', got {api!r}")

@@ -34,6 +34,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from .._args import check_turn_args
 from .._json import Content, JSONObject
 from ..events import TurnEnd, TurnEvent
 from ..limits import TurnLimits, TurnResult
@@ -86,8 +87,12 @@ async def run_turn(
     (after cleanup). The model's own output that cannot be sent back as it came
     gets the sentinel signature or ends the turn (L33a), never an exception.
     Everything else (budgets, abort, provider failures) ends the turn with a
-    result whose ``stop_reason`` and ``message`` say what happened.
+    result whose ``stop_reason`` and ``message`` say what happened. A wrong
+    argument type raises ``TypeError`` before anything is sent (U2).
     """
+    check_turn_args(
+        "run_turn", model, contents, tools, limits, abort, system_instruction, config, on_event
+    )
     turn = Turn(
         model,
         contents,
@@ -131,6 +136,9 @@ async def stream_turn(
     ``async with contextlib.aclosing(stream_turn(...)) as events:`` or call
     ``aclose()``.
     """
+    check_turn_args(
+        "stream_turn", model, contents, tools, limits, abort, system_instruction, config, on_event
+    )
     queue: asyncio.Queue[Any] = asyncio.Queue()
     sink: Callable[[TurnEvent], object]
     if on_event is None:

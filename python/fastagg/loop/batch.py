@@ -216,13 +216,13 @@ class ToolRunner:
                 continue
             if name == call["name"] and args == (call.get("args") or {}):
                 detail = (
-                    f"L39: call {i} repeats the id {call_id!r} of {where} with the same name and "
+                    f"call {i} repeats the id {call_id!r} of {where} with the same name and "
                     "arguments; the tool ran once and each part gets its response"
                 )
                 found.append((i, source, detail))
             else:
                 detail = (
-                    f"L39: call {i} reuses the id {call_id!r} of another call of this turn with "
+                    f"call {i} reuses the id {call_id!r} of another call of this turn with "
                     "a different name or arguments; both were run"
                 )
                 found.append((i, None, detail))

@@ -105,7 +105,7 @@ def classify(
         # neither are the finished calls of that step: the step is retried as a whole.
         k, name = response.unfinished
         calls = []
-        cut = f"L32: the stream ended inside the call {name!r} (part {k}); it was not run"
+        cut = f"the stream ended inside the call {name!r} (part {k}); it was not run"
     elif response.nameless:
         # L95: a call nobody can run or answer is malformed output, never an answer, and
         # the step's other calls wait for the retry as with an unfinished call (L32).

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..client._rpc import retryable
 from ..errors import ProviderError
 from ..limits import StopReason, TurnLimits
 
@@ -34,6 +35,7 @@ def stop_message(
     stalled_for: float,
     detail: str | None,
     error: ProviderError | None,
+    model: str | None = None,
 ) -> str | None:
     """The honest message of a turn that ended with ``stop`` (L10, L25); None when completed."""
     n = tool_calls
@@ -71,7 +73,59 @@ def stop_message(
             "I had to stop because this conversation no longer fits the model's context window. "
             "Start a new conversation or ask me to summarize."
         )
+    if detail is None and error is not None and refused(error):
+        return refusal_message(error, model)
     return f"The model service failed ({detail or error_detail(error)}). Please try again."
+
+
+# U3: the google.rpc reasons of a refused API key (ErrorInfo.reason).
+_KEY_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED"})
+_REASON_CHARS = 300
+
+
+def refused(error: ProviderError) -> bool:
+    """U3: the service refused the request itself; sending it again cannot help."""
+    return error.kind in ("http", "in-stream") and error.status is not None and not retryable(error)
+
+
+def refusal_message(error: ProviderError, model: str | None) -> str:
+    """U3: a refused request in words: the service's own reason, and what to change (not "try again")."""
+    reason = error.message.strip()
+    if len(reason) > _REASON_CHARS:
+        reason = reason[:_REASON_CHARS] + "…"
+    label = " ".join(str(x) for x in ("HTTP", error.status, error.code) if x is not None)
+    said = reason if error.code is None and reason.startswith("HTTP ") else f"{label}: {reason}"
+    if error.status == 404:
+        name = f"the model {model!r}" if model else "the model"
+        return (
+            f"The model service could not find {name} ({said}). Check the model name "
+            "(models.list shows the models this key can use)."
+        )
+    if _key_refused(error):
+        return (
+            f"The model service refused the API key ({said}). Check the key given to "
+            "GeminiClient(api_key=...) or in GEMINI_API_KEY."
+        )
+    if error.status in (401, 403):
+        return (
+            f"The model service refused the credentials ({said}). Check the API key, or the "
+            "project's access to this model."
+        )
+    return (
+        f"The model service refused the request ({said}). Sending it again will not help: "
+        "the request must change."
+    )
+
+
+def _key_refused(error: ProviderError) -> bool:
+    """A refused API key: an ErrorInfo reason says so, or the message does."""
+    body = error.body or {}
+    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    details = inner.get("details") if isinstance(inner, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, dict) and detail.get("reason") in _KEY_REASONS:
+            return True
+    return error.status == 400 and "api key" in error.message.lower()
 
 
 def describe(error: ProviderError) -> str:

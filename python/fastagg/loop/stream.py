@@ -152,7 +152,9 @@ class ModelStream:
             resumes = 0
             sent = hop_request(request, result, hop_token(result) or "")  # L58: not the output
             LOOP.info("step %d: the answer goes on in hop %d (at most %d)", step, hop, MAX_HOPS)
-            wait = await self._next("continuation", step, f"L56: hop {hop} of step {step}", timeout)
+            wait = await self._next(
+                "continuation", step, f"the answer continues in hop {hop} of step {step}", timeout
+            )
             self.hops += 1
 
     async def _next(
@@ -185,7 +187,7 @@ def view(segments: list[Any]) -> Any:
 
 def _resumed(error: ProviderError | None, n: int) -> str:
     assert error is not None
-    return f"L59: resume {n} of {MAX_RESUMES} after {describe(error)}"
+    return f"resume {n} of {MAX_RESUMES} after {describe(error)}"
 
 
 async def _read_body(

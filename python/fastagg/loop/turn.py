@@ -268,8 +268,9 @@ class Turn:
             self.raw_finish = response.finish
             warnings = result.warnings
             for warning in warnings:  # L40: two responses in one body, said out loud
-                if warning.startswith("E10:"):
-                    await self._lifecycle("response-id-changed", step, detail=warning)
+                if warning.startswith("E10:"):  # U6: the detail without its rule id
+                    detail = warning.partition(": ")[2]
+                    await self._lifecycle("response-id-changed", step, detail=detail)
             if warnings:
                 self._diagnose(step, warnings)
             verdict = classify(response, error, visible, budget)
@@ -552,6 +553,7 @@ class Turn:
             stalled_for=self.clock.stalled_for,
             detail=self.detail,
             error=self.error,
+            model=self.target.model,
         )
         if answered and (stop is StopReason.COMPLETED or stop is StopReason.STEP_CAP):
             text = self.answer or ""
