@@ -24,7 +24,7 @@ from conftest import LoopThread
 from fastagg.client import GeminiClient
 from fastagg.client import transport as transport_module
 from fastagg.errors import ProviderError
-from fastagg.testing import FakeGemini, chunk, final, signature, text
+from fastagg.testing import FakeGemini, Step, chunk, final, signature, text
 from fastagg.transport import AiohttpTransport
 from http_bodies import read_request
 
@@ -577,3 +577,30 @@ async def test_h14_a_bounded_wait_past_its_seconds_is_a_timeout_error() -> None:
         await transport_module._bounded(hang(), 0.01)
     assert cancelled == [True]
     assert await transport_module._bounded(asyncio.sleep(0, "done"), 10.0) == "done"
+
+
+# --- H22: waiting for a pooled connection is not a connect timeout -----------------------------
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+async def test_h22_a_request_waits_for_a_pooled_connection_as_long_as_its_own_timeout(
+    monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    # Two streams through a pool of one connection: the second waits for the first, which
+    # lasts longer than the old fixed 60 s pool bound (shortened here to 0.2 s). The wait is
+    # bounded by the caller's own timeout only (none here), so both streams complete.
+    monkeypatch.setattr(transport_module, "MAX_CONNECTIONS", 1)
+    monkeypatch.setattr(transport_module, "POOL_TIMEOUT", 0.2, raising=False)
+    slow = Step([chunk(text("a")), chunk(text("b")), final()], chunk_interval=0.4)
+    async with FakeGemini([slow, slow]) as server:
+        async with GeminiClient(
+            "gemini-3-flash-preview", api_key="k", base_url=server.url, transport=transport
+        ) as model:
+            request = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+            async def one() -> bytes:
+                async with model.stream(request, timeout=None) as body:
+                    return b"".join([piece async for piece in body])
+
+            bodies = await asyncio.gather(one(), one())
+    assert [body.count(b'"text"') for body in bodies] == [2, 2]

@@ -52,8 +52,9 @@ __all__ = [
 
 # Without a per-request timeout, connecting and sending are bounded and reading is
 # not: a thinking model may be silent for minutes, and the turn loop owns the clocks (H1).
+# The wait for a free pooled connection has no bound of its own (H22): streams queued
+# behind long ones wait as long as the caller's timeout allows.
 CONNECT_TIMEOUT = 30.0
-POOL_TIMEOUT = 60.0
 WRITE_TIMEOUT = 60.0
 MAX_CONNECTIONS = 100
 MAX_KEEPALIVE = 20  # httpx's idle connections
@@ -380,7 +381,7 @@ class AiohttpTransport:
         self._proxy_for: dict[str, tuple[str | None, aiohttp.BasicAuth | None]] = {}
         # Timeout objects are immutable: build the default once.
         self._default_timeout = aiohttp.ClientTimeout(
-            total=None, connect=POOL_TIMEOUT, sock_connect=CONNECT_TIMEOUT, sock_read=None
+            total=None, connect=None, sock_connect=CONNECT_TIMEOUT, sock_read=None
         )
 
     async def _new_session(self) -> aiohttp.ClientSession:
@@ -675,7 +676,7 @@ class HttpxTransport:
         self._httpx = hx
         self._ssl = ssl_context
         self._default_timeout = hx.Timeout(
-            connect=CONNECT_TIMEOUT, read=None, write=WRITE_TIMEOUT, pool=POOL_TIMEOUT
+            connect=CONNECT_TIMEOUT, read=None, write=WRITE_TIMEOUT, pool=None
         )
         self._owns = client is None
         self.client: httpx.AsyncClient = client if client is not None else self._new_client()
