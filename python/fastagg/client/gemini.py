@@ -22,7 +22,7 @@ from urllib.parse import urlencode, urljoin
 
 import orjson
 
-from .._args import check_client_args
+from .._args import check_client_args, check_str
 from .._fastagg import InteractionResponse, StreamAggregator
 from .._json import JSONObject, Request
 from .._log import CLIENT, DEBUG, failure, safe_url
@@ -36,12 +36,15 @@ if TYPE_CHECKING:
     import httpx
     from typing_extensions import Self
 
-__all__ = ["GeminiClient", "InteractionsClient"]
+__all__ = ["INTERACTIONS_API_REVISION", "GeminiClient", "InteractionsClient"]
 
 GEMINI_API_HOST = "https://generativelanguage.googleapis.com"
 VERTEX_GLOBAL_HOST = "https://aiplatform.googleapis.com"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 USER_AGENT = "fastagg/0.1.0"
+#: The Interactions API revision every Interactions request names in ``Api-Revision``
+#: (I32): the steps schema both aggregators read; google-genai 3.6.1 pins the same value.
+INTERACTIONS_API_REVISION = "2026-05-20"
 
 # An error body larger than this is cut (a proxy's HTML page, say).
 MAX_ERROR_BODY = 256 * 1024
@@ -83,6 +86,12 @@ class GeminiClient:
     streams one Interactions body as given and :meth:`run` aggregates one
     interaction, resuming a dropped stream (I21).
 
+    Every Interactions request (:meth:`stream` on ``api="interactions"``,
+    :meth:`create`, :meth:`resume`, :meth:`run`) sends ``Api-Revision:
+    2026-05-20`` (``INTERACTIONS_API_REVISION``, the schema fastagg reads);
+    ``api_revision`` names another revision, ``None`` sends none, and an
+    ``Api-Revision`` in ``headers`` wins over both (I32).
+
     Use as ``async with GeminiClient(...) as model:`` or call :meth:`aclose`.
     """
 
@@ -104,11 +113,13 @@ class GeminiClient:
         headers: Mapping[str, str] | None = None,
         transport: str | None = None,
         api: str | None = None,
+        api_revision: str | None = INTERACTIONS_API_REVISION,
     ) -> None:
         # U1: a wrong type is named here, before a key is read or a session opened.
         check_client_args(
             model, api_key, project, location, base_url, api_version, headers, transport, api
         )
+        check_str("GeminiClient(): api_revision", api_revision)
         if api is not None:
             if api not in ("generate_content", "interactions"):
                 raise ValueError(f"api must be 'generate_content' or 'interactions', got {api!r}")
@@ -133,6 +144,11 @@ class GeminiClient:
             self._init_gemini(model, api_key, base_url, api_version)
         if headers:
             self._headers.update({k.lower(): v for k, v in headers.items()})
+        # I32: Interactions requests name the revision they were written for; a caller's
+        # own Api-Revision header wins, api_revision=None sends none.
+        self._sse_headers: dict[str, str] = {"accept": "text/event-stream"}
+        if api_revision is not None and "api-revision" not in self._headers:
+            self._sse_headers["api-revision"] = api_revision
         self.transport: Transport
         self.transport, self._owns_http = make_transport(http_client, transport)
 
@@ -297,7 +313,7 @@ class GeminiClient:
                 f"resuming an interaction needs a transport with get(); "
                 f"{type(self.transport).__name__} has only post()"
             )
-        headers = {**(await self._request_headers()), "accept": "text/event-stream"}
+        headers = {**(await self._request_headers()), **self._sse_headers}
         started = _request_started("GET", url, None)
         try:
             response = await get(url, headers, timeout)
@@ -343,28 +359,39 @@ class GeminiClient:
         from ``last_event_id``, at most ``max_resumes`` times; otherwise the
         :class:`ProviderError` is raised. ``on_delta`` sees every delta.
         """
-        agg = StreamAggregator(api="interactions")
-        feed = agg.feed if on_delta is None else _delivering(agg.feed, on_delta)
-        resumes = 0
-        opened = self.create(request, timeout=timeout)
-        while True:
-            try:
-                async with opened as body:
-                    await pump(body, feed)  # H11: on_delta is synchronous, nothing to await
-                return agg.close()
-            except ProviderError as exc:
-                seen = agg.snapshot()
-                interaction_id = seen.interaction_id
-                if (
-                    exc.kind not in ("connection", "timeout")
-                    or interaction_id is None
-                    or request.get("store", True) is False
-                    or resumes >= max_resumes
-                ):
-                    raise
-                resumes += 1
-                agg.reconnect()
-                opened = self.resume(interaction_id, seen.last_event_id, timeout=timeout)
+        return await _run_interaction(self, request, max_resumes, on_delta, timeout)
+
+
+async def _run_interaction(
+    client: GeminiClient,
+    request: JSONObject,
+    max_resumes: int,
+    on_delta: Callable[[Any], object] | None,
+    timeout: float | None,
+) -> InteractionResponse:
+    """:meth:`GeminiClient.run`: create, pump, and resume a dropped stored interaction (I21)."""
+    agg = StreamAggregator(api="interactions")
+    feed = agg.feed if on_delta is None else _delivering(agg.feed, on_delta)
+    resumes = 0
+    opened = client.create(request, timeout=timeout)
+    while True:
+        try:
+            async with opened as body:
+                await pump(body, feed)  # H11: on_delta is synchronous, nothing to await
+            return agg.close()
+        except ProviderError as exc:
+            seen = agg.snapshot()
+            interaction_id = seen.interaction_id
+            if (
+                exc.kind not in ("connection", "timeout")
+                or interaction_id is None
+                or request.get("store", True) is False
+                or resumes >= max_resumes
+            ):
+                raise
+            resumes += 1
+            agg.reconnect()
+            opened = client.resume(interaction_id, seen.last_event_id, timeout=timeout)
 
 
 class InteractionsClient(GeminiClient):
@@ -408,7 +435,7 @@ class _Posted:
         # An API key's headers are the client's own dict, the same each request (H9).
         headers = client._headers if client._auth != "bearer" else await client._request_headers()
         if self._sse:
-            headers = {**headers, "accept": "text/event-stream"}
+            headers = {**headers, **client._sse_headers}  # I32: Api-Revision with it
         try:
             response = await client.transport.post(self._url, body, headers, self._timeout)
         except BaseException as exc:

@@ -107,14 +107,7 @@ class ModelStream:
                     if dropped and resumes < MAX_RESUMES and wire.resumable(request, partial):
                         resumes += 1
                         feeder.reconnect()
-                        LOOP.info(  # O2
-                            "step %d: %s; resuming the stored interaction (resume %d of %d)",
-                            step,
-                            failure(error),
-                            resumes,
-                            MAX_RESUMES,
-                        )
-                        detail = _resumed(error, resumes)
+                        detail = _resuming(step, error, resumes, "the stored interaction")
                         wait = await self._next("stream-resume", step, detail, timeout)
                         body = self.model.resume(  # type: ignore[attr-defined]
                             partial.interaction_id, partial.last_event_id, timeout=wait
@@ -138,14 +131,7 @@ class ModelStream:
             if error is not None:
                 resumes += 1
                 sent = hop_request(request, result, checkpoint_token(result) or "")
-                LOOP.info(  # O2
-                    "step %d: %s; resuming from the last checkpoint (resume %d of %d)",
-                    step,
-                    failure(error),
-                    resumes,
-                    MAX_RESUMES,
-                )
-                detail = _resumed(error, resumes)
+                detail = _resuming(step, error, resumes, "from the last checkpoint")
                 wait = await self._next("continuation-resume", step, detail, timeout)
                 continue
             hop += 1
@@ -183,6 +169,14 @@ def _follows(result: Any, error: ProviderError | None, hop: int, resumes: int) -
 def view(segments: list[Any]) -> Any:
     """The result of a request read in ``segments`` (L57: the hops as one)."""
     return segments[0] if len(segments) == 1 else Hops(segments)
+
+
+def _resuming(step: int, error: ProviderError | None, n: int, how: str) -> str:
+    """Log a resume (O2) and give its lifecycle detail."""
+    LOOP.info(
+        "step %d: %s; resuming %s (resume %d of %d)", step, failure(error), how, n, MAX_RESUMES
+    )
+    return _resumed(error, n)
 
 
 def _resumed(error: ProviderError | None, n: int) -> str:
