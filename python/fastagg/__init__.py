@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from .model import ModelClient
     from .request import check_request, map_finish_reason, strip_signatures
     from .signatures import Origin, SignaturePolicy
-    from .tools import Tool, ToolContext, tool
+    from .tools import Tool, ToolContext, ToolMedia, ToolResult, tool
 
 Delta = Union[TextDelta, CallStart, ArgDelta, CallEnd, Finish, StreamError]  # noqa: UP007
 """What ``StreamAggregator.feed()`` returns a list of: one of the six delta classes.
@@ -86,7 +86,7 @@ _LAZY = {
     "ModelClient": "model",
     **dict.fromkeys(("check_request", "map_finish_reason", "strip_signatures"), "request"),
     **dict.fromkeys(("Origin", "SignaturePolicy"), "signatures"),
-    **dict.fromkeys(("Tool", "ToolContext", "tool"), "tools"),
+    **dict.fromkeys(("Tool", "ToolContext", "ToolMedia", "ToolResult", "tool"), "tools"),
 }
 
 
@@ -140,6 +140,8 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolContext",
+    "ToolMedia",
+    "ToolResult",
     "TurnEnd",
     "TurnEvent",
     "TurnLimits",

@@ -32,5 +32,6 @@ Phase = Literal[
     "continuation",
     "continuation-resume",
     "stream-resume",
+    "needs-confirmation",
 ]
-"""``Lifecycle.phase``: the L13 phases, then those of L33, L39, L40, L56, L59 and I26."""
+"""``Lifecycle.phase``: the L13 phases, then those of L33, L39, L40, L56, L59, I26 and L103."""

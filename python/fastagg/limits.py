@@ -12,7 +12,7 @@ from enum import Enum
 from typing import cast
 
 from . import _repr
-from ._json import Content, Usage
+from ._json import Content, FunctionCall, Usage
 from ._phases import Phase
 from .errors import ProviderError
 from .signatures import Origin
@@ -124,6 +124,9 @@ class StopReason(str, Enum):
     ABORTED = "aborted"
     CONTEXT_CAP = "context-cap"
     PROVIDER_ERROR = "provider-error"
+    #: L103: a call needs the user's confirmation before it runs (computer use); the
+    #: result's ``pending_calls`` hold it, ``run_turn(..., confirm=...)`` resumes (L104).
+    NEEDS_CONFIRMATION = "needs-confirmation"
 
     def __str__(self) -> str:
         return self.value
@@ -170,6 +173,9 @@ class TurnResult:
     content_origins: list[Origin | None] = field(default_factory=list)
     #: L62: long-decode continuation hops sent in this turn (0 when every answer fit one request).
     hops: int = 0
+    #: L103: the calls waiting for the user's confirmation (``needs-confirmation``), as the
+    #: model sent them: ``args["safety_decision"]`` holds the service's ``explanation``.
+    pending_calls: list[FunctionCall] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return _repr.turn_result(self)

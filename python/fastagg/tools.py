@@ -14,6 +14,7 @@ members, objects become dataclass instances.
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextvars
 import dataclasses
@@ -34,7 +35,7 @@ import orjson
 
 from ._json import FunctionDeclaration, Schema
 
-__all__ = ["Tool", "ToolContext", "tool"]
+__all__ = ["Tool", "ToolContext", "ToolMedia", "ToolResult", "tool"]
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 _SECTION_RE = re.compile(
@@ -117,6 +118,95 @@ class ToolContext:
         ulps above the call's timeout (L29).
         """
         return max(0.0, min(self.timeout, self.deadline - self._clock()))
+
+
+class ToolMedia:
+    """Media a tool returns to the model: an image, audio, a document (L101).
+
+    ``ToolMedia(data, mime_type)`` carries the bytes inline (sent base64 encoded as the
+    function response's ``inlineData`` part); ``ToolMedia.file(uri, mime_type)`` names a
+    file the service can read (a Files API URI, a Cloud Storage or HTTPS URL: a
+    ``fileData`` part). ``display_name`` labels it; the tool's JSON output may refer to
+    it as ``{"$ref": display_name}``. A tool returns media alone (``return
+    ToolMedia(...)``) or with JSON output (``return ToolResult(output, media=[...])``).
+    """
+
+    __slots__ = ("data", "display_name", "mime_type", "uri")
+
+    def __init__(
+        self,
+        data: bytes | bytearray | memoryview | None,
+        mime_type: str,
+        display_name: str | None = None,
+        *,
+        uri: str | None = None,
+    ) -> None:
+        if (data is None) == (uri is None):
+            raise ValueError("ToolMedia takes either data (the bytes) or uri (a file), not both")
+        if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"ToolMedia data must be bytes, not {type(data).__name__}")
+        if uri is not None and (not isinstance(uri, str) or not uri):
+            raise TypeError(f"ToolMedia uri must be a non-empty string, not {uri!r}")
+        if not isinstance(mime_type, str) or "/" not in mime_type:
+            raise ValueError(
+                f"ToolMedia mime_type must be an IANA media type such as 'image/png', "
+                f"not {mime_type!r}"
+            )
+        if display_name is not None and not isinstance(display_name, str):
+            raise TypeError(
+                f"ToolMedia display_name must be a string, not {type(display_name).__name__}"
+            )
+        self.data = bytes(data) if data is not None else None
+        self.mime_type = mime_type
+        self.display_name = display_name
+        self.uri = uri
+
+    @classmethod
+    def file(cls, uri: str, mime_type: str, display_name: str | None = None) -> ToolMedia:
+        """Media the service reads from ``uri`` (sent as a ``fileData`` part)."""
+        return cls(None, mime_type, display_name, uri=uri)
+
+    def part(self) -> dict[str, Any]:
+        """The ``functionResponse.parts`` entry (REST camelCase)."""
+        if self.data is not None:
+            blob: dict[str, Any] = {
+                "mimeType": self.mime_type,
+                "data": base64.b64encode(self.data).decode("ascii"),
+            }
+            if self.display_name is not None:
+                blob["displayName"] = self.display_name
+            return {"inlineData": blob}
+        ref: dict[str, Any] = {"mimeType": self.mime_type, "fileUri": self.uri}
+        if self.display_name is not None:
+            ref["displayName"] = self.display_name
+        return {"fileData": ref}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolMedia):
+            return NotImplemented
+        return (self.data, self.mime_type, self.display_name, self.uri) == (
+            other.data,
+            other.mime_type,
+            other.display_name,
+            other.uri,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        what = f"{len(self.data)} bytes" if self.data is not None else f"uri={self.uri!r}"
+        name = "" if self.display_name is None else f", display_name={self.display_name!r}"
+        return f"ToolMedia({what}, mime_type={self.mime_type!r}{name})"
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns when it answers with media (L101): ``output`` is its JSON
+    result (sent as ``{"output": output}``, like any returned value), ``media`` the
+    :class:`ToolMedia` sent in the function response's ``parts``, in order."""
+
+    output: Any = None
+    media: Sequence[ToolMedia] = ()
 
 
 class Tool:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from .._args import check_turn_args
@@ -63,6 +63,7 @@ async def run_turn(
     on_event: Callable[[TurnEvent], object] | None = None,
     history_origin: Origin | Sequence[Origin | None] | None = None,
     signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
+    confirm: bool | Mapping[str, bool] | None = None,
 ) -> TurnResult:
     """Run one agentic turn against ``model`` and return how it ended.
 
@@ -80,7 +81,10 @@ async def run_turn(
     ``history_origin`` says which model and backend produced ``contents`` (one
     :class:`~fastagg.signatures.Origin`, or one per content, None for unknown);
     ``signature_policy`` says what to do with signatures the target model
-    cannot accept (:mod:`fastagg.signatures`, L33).
+    cannot accept (:mod:`fastagg.signatures`, L33). ``confirm`` resumes a turn that
+    stopped with ``needs-confirmation`` (pass that result's ``contents``): True runs the
+    calls waiting for confirmation, False answers them refused, or a dict says it per
+    call id (L104).
 
     Raises :class:`InvalidRequestError` when ``contents`` would be rejected (L2;
     nothing is sent), and ``CancelledError`` when the calling task is cancelled
@@ -104,6 +108,7 @@ async def run_turn(
         on_event,
         origins=history_origin,
         policy=signature_policy,
+        confirm=confirm,
     )
     task = turn.start()
     try:
@@ -126,6 +131,7 @@ async def stream_turn(
     on_event: Callable[[TurnEvent], object] | None = None,
     history_origin: Origin | Sequence[Origin | None] | None = None,
     signature_policy: SignaturePolicy | str = SignaturePolicy.AUTO,
+    confirm: bool | Mapping[str, bool] | None = None,
 ) -> AsyncIterator[TurnEvent]:
     """Run one turn like :func:`run_turn`, yielding its events as they happen.
 
@@ -163,6 +169,7 @@ async def stream_turn(
         sink,
         origins=history_origin,
         policy=signature_policy,
+        confirm=confirm,
     )
     task = turn.start()
     task.add_done_callback(lambda _: queue.put_nowait(_DONE))

@@ -10,12 +10,22 @@ from typing import Any
 
 import orjson
 
-from .._json import Content, FunctionCall, JSONObject
+from .._json import Content, FunctionCall, JSONObject, Part
 from .._log import DEBUG, TOOLS, plain, shown
 from ..events import ToolCallEnd, ToolCallStart, ToolStatus
 from ..limits import TurnLimits
 from ..telemetry import TurnTelemetry
-from ..tools import DONE, QUEUED, RUNNING, ThreadCall, Tool, ToolContext, tool_threads
+from ..tools import (
+    DONE,
+    QUEUED,
+    RUNNING,
+    ThreadCall,
+    Tool,
+    ToolContext,
+    ToolMedia,
+    ToolResult,
+    tool_threads,
+)
 from .clock import TurnClock, reap
 from .emit import Emitter
 from .messages import WRAPUP_NOTE, fmt_duration, fmt_seconds
@@ -25,6 +35,18 @@ from .wire import Wire
 __all__: list[str] = []
 
 _ABORTED = {"error": "aborted"}
+#: L102: the most inline media (base64 characters) one request may carry on the Gemini API
+#: ("100 MB, base64 encoded", the API's file-input limits since 2026-01-12): a tool result
+#: with more can never be sent, so it is answered with an error instead.
+MAX_INLINE_MEDIA = 100 * 1024 * 1024
+#: L103: the computer-use argument holding the safety service's verdict on a call
+SAFETY_DECISION = "safety_decision"
+#: L104: the answer of a call the user refused to confirm (it was not run)
+REFUSED = (
+    "The user declined to confirm this action, so it was not performed. Do not retry it; "
+    "choose another way or ask the user."
+)
+_MEDIA_TYPES = (ToolMedia, ToolResult)
 #: What an answered batch has left to announce: (answers, repeated, cut off, nudged).
 _Told = tuple[list[JSONObject], list[int], list[int], bool]
 
@@ -59,13 +81,32 @@ class ToolRunner:
         # this step's repeated calls (index of the first one, or an earlier step's response)
         self._answered: dict[str, tuple[str, Any, JSONObject]] = {}
         self._repeats: dict[int, int | JSONObject] = {}
+        self._media: dict[int, list[Part]] = {}  # L101: this step's media parts, per call
+        self._acked: Sequence[int] = ()  # L104: this step's calls the user confirmed
 
-    async def run(self, step: int, calls: list[FunctionCall]) -> None:
+    async def resume(self, calls: list[FunctionCall], confirmed: list[bool | None]) -> None:
+        """L104: answer the calls a turn stopped on for confirmation: ``confirmed[i]`` True
+        runs call ``i`` with the acknowledgement, False answers it refused, None (a call
+        that needed no confirmation) runs it as usual."""
+        await self.run(0, calls, confirmed)
+
+    async def run(
+        self, step: int, calls: list[FunctionCall], confirmed: list[bool | None] | None = None
+    ) -> None:
         """Run ``calls`` (the model content holding them is already appended) and answer them."""
         responses: list[JSONObject | None] = [None] * len(calls)
         started = self.clock.time()
         tasks: list[asyncio.Task[str | None]] = []
         self._repeats = {}
+        self._media = {}
+        refused: list[int] = []
+        if confirmed is not None:  # L104: refused calls are answered, not run
+            refused = [i for i, yes in enumerate(confirmed) if yes is False]
+            for i in refused:
+                responses[i] = {"error": REFUSED}
+            self._acked = [i for i, yes in enumerate(confirmed) if yes is True]
+        else:
+            self._acked = ()
         # L42: from here on every exit answers every call, the awaited events included.
         try:
             if self.emit.active:
@@ -75,7 +116,7 @@ class ToolRunner:
                     )
             first = calls[0].get("id")  # L71: one call under a new id is not looked at again
             if len(calls) > 1 or (isinstance(first, str) and first in self._answered):
-                for i, source, detail in self._find_repeats(calls):
+                for i, source, detail in _find_repeats(calls, self._answered):
                     if source is not None:
                         self._repeats[i] = source
                     TOOLS.info("step %d: %s", step, plain(detail))  # O2
@@ -83,6 +124,13 @@ class ToolRunner:
                         "duplicate-call-id", step, self.count, calls[i]["name"], detail=detail
                     )
             if self.emit.active:
+                for i in refused:
+                    call = calls[i]
+                    await self.emit(
+                        ToolCallEnd(
+                            step, i, call.get("id"), call["name"], "error", 0.0, {"error": REFUSED}
+                        )
+                    )
                 # L81: an abort a handler set, or a deadline passed while the events above
                 # were delivered, holds before any tool starts: none starts.
                 await self.clock.take_pending()
@@ -91,14 +139,14 @@ class ToolRunner:
             # L5: calls run concurrently and are answered in call order; L39: once per call
             repeats = self._repeats
             run: Sequence[int] = range(len(calls))
-            if repeats:
-                run = [i for i in run if i not in repeats]
+            if repeats or refused:
+                run = [i for i in run if i not in repeats and i not in refused]
             runner = self._call if self.otel is None else functools.partial(_traced, self)  # T4
             if len(run) == 1:
                 # L46: one call runs in the turn's own task: a task of its own would cost a
                 # Task, two loop iterations and a context copy per step.
                 await runner(step, run[0], calls[run[0]], responses)
-            else:
+            elif run:
                 loop = self.clock.loop
                 tasks = [loop.create_task(runner(step, i, calls[i], responses)) for i in run]
                 await asyncio.gather(*tasks)
@@ -147,6 +195,8 @@ class ToolRunner:
             if response is None:
                 response = {"error": "aborted"}  # L26: cut off by abort, deadline or stall
                 cut_off.append(i)
+            elif i in self._acked:  # L104: the user confirmed it: the service is told so
+                response = {**response, "safety_acknowledgement": "true"}
             answers.append(response)
         remaining = None
         nudge = (
@@ -161,7 +211,14 @@ class ToolRunner:
             assert remaining is not None
             self.nudged = True
             extra.append(WRAPUP_NOTE.format(remaining=fmt_duration(remaining)))
-        self.append(self.wire.tool_turn(calls, answers, extra))
+        content = self.wire.tool_turn(calls, answers, extra)
+        if self._media:  # L101: each call's media go in its function response's parts
+            parts = content["parts"]
+            for i, media in self._media.items():
+                if "error" not in answers[i]:
+                    parts[i]["functionResponse"]["parts"] = media
+            self._media = {}
+        self.append(content)
         if (self.emit.active and (repeated or cut_off)) or nudge:
             return answers, repeated, cut_off, nudge
         return None
@@ -189,44 +246,6 @@ class ToolRunner:
                 )
         if nudge:
             await self.emit.lifecycle("wrapup", step, self.count)
-
-    def _find_repeats(
-        self, calls: list[FunctionCall]
-    ) -> list[tuple[int, int | JSONObject | None, str]]:
-        """L39: a call repeating an id of this turn with the same name and args runs once.
-
-        The calls that reuse an id, in order: (index, what answers it, or None when it runs
-        anyway, the Lifecycle detail). Synchronous: a step without reused ids awaits nothing.
-        """
-        found: list[tuple[int, int | JSONObject | None, str]] = []
-        first: dict[str, int] = {}
-        for i, call in enumerate(calls):
-            call_id = call.get("id")
-            if not isinstance(call_id, str):
-                continue
-            j = first.setdefault(call_id, i)
-            source: int | JSONObject
-            if j != i:
-                name, args, source = calls[j]["name"], calls[j].get("args") or {}, j
-                where = f"call {j} of this step"
-            elif call_id in self._answered:
-                name, args, source = self._answered[call_id]
-                where = "a call of an earlier step"
-            else:
-                continue
-            if name == call["name"] and args == (call.get("args") or {}):
-                detail = (
-                    f"call {i} repeats the id {call_id!r} of {where} with the same name and "
-                    "arguments; the tool ran once and each part gets its response"
-                )
-                found.append((i, source, detail))
-            else:
-                detail = (
-                    f"call {i} reuses the id {call_id!r} of another call of this turn with "
-                    "a different name or arguments; both were run"
-                )
-                found.append((i, None, detail))
-        return found
 
     async def _call(
         self, step: int, i: int, call: FunctionCall, responses: list[JSONObject | None]
@@ -268,8 +287,10 @@ class ToolRunner:
             window = clock.window(timeout if armed else None, hold=own)
             try:
                 with window:
-                    run = tool._start(call.get("args") or {}, ctx)
-                    response, status = _output(name, await run)
+                    run = tool._start(_tool_args(call), ctx)
+                    response, status, media = _result_of(name, await run)
+                    if media:
+                        self._media[i] = media
             except asyncio.CancelledError:
                 if ctx is not None:
                     ctx.cancelled.set()
@@ -320,6 +341,62 @@ class ToolRunner:
         )
 
 
+def _find_repeats(
+    calls: list[FunctionCall], answered: dict[str, tuple[str, Any, JSONObject]]
+) -> list[tuple[int, int | JSONObject | None, str]]:
+    """L39: a call repeating an id of this turn with the same name and args runs once.
+
+    The calls that reuse an id, in order: (index, what answers it, or None when it runs
+    anyway, the Lifecycle detail). Synchronous: a step without reused ids awaits nothing.
+    """
+    found: list[tuple[int, int | JSONObject | None, str]] = []
+    first: dict[str, int] = {}
+    for i, call in enumerate(calls):
+        call_id = call.get("id")
+        if not isinstance(call_id, str):
+            continue
+        j = first.setdefault(call_id, i)
+        source: int | JSONObject
+        if j != i:
+            name, args, source = calls[j]["name"], calls[j].get("args") or {}, j
+            where = f"call {j} of this step"
+        elif call_id in answered:
+            name, args, source = answered[call_id]
+            where = "a call of an earlier step"
+        else:
+            continue
+        if name == call["name"] and args == (call.get("args") or {}):
+            detail = (
+                f"call {i} repeats the id {call_id!r} of {where} with the same name and "
+                "arguments; the tool ran once and each part gets its response"
+            )
+            found.append((i, source, detail))
+        else:
+            detail = (
+                f"call {i} reuses the id {call_id!r} of another call of this turn with "
+                "a different name or arguments; both were run"
+            )
+            found.append((i, None, detail))
+    return found
+
+
+def _tool_args(call: FunctionCall) -> Any:
+    """The arguments the tool gets: the model's, without the service's ``safety_decision``
+    (L103)."""
+    args = call.get("args") or {}
+    if SAFETY_DECISION in args:
+        return {key: value for key, value in args.items() if key != SAFETY_DECISION}
+    return args
+
+
+def _result_of(name: str, value: Any) -> tuple[JSONObject, ToolStatus, list[Part] | None]:
+    """The response to a call whose tool returned ``value``, and its media parts (L101)."""
+    if isinstance(value, _MEDIA_TYPES):
+        return _media_output(name, value)
+    response, status = _output(name, value)
+    return response, status, None
+
+
 def _log_call_end(
     step: int, name: str, i: int, status: ToolStatus, elapsed: float, response: JSONObject
 ) -> None:
@@ -356,6 +433,23 @@ async def _traced(
         raise
     span.end(responses[i], failure)
     return failure
+
+
+def needs_confirmation(call: FunctionCall) -> bool:
+    """L103: whether the safety service asks the user to confirm ``call`` before it runs."""
+    args = call.get("args")
+    decision = args.get(SAFETY_DECISION) if isinstance(args, dict) else None
+    return isinstance(decision, dict) and decision.get("decision") == "require_confirmation"
+
+
+def pending_detail(calls: list[FunctionCall]) -> str:
+    """L103: the calls waiting for confirmation, in words, for the turn's message."""
+    said = []
+    for call in calls:
+        explanation = call["args"][SAFETY_DECISION].get("explanation")
+        why = f" ({_utf8(explanation)})" if isinstance(explanation, str) and explanation else ""
+        said.append(f"the model wants to run {call['name']}{why}")
+    return "; ".join(said)
 
 
 def tool_map(tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
@@ -401,6 +495,36 @@ def _output(name: str, value: Any) -> tuple[JSONObject, ToolStatus]:
             "(integers within 64 bits), booleans, None, and lists and dicts of them"
         )
         return {"error": error}, "error"
+
+
+def _media_output(
+    name: str, value: ToolMedia | ToolResult
+) -> tuple[JSONObject, ToolStatus, list[Part]]:
+    """L101, L102: the response and the ``functionResponse.parts`` of a tool that returned
+    media; an error response (and no parts) when they cannot be sent."""
+    result = value if isinstance(value, ToolResult) else ToolResult(None, (value,))
+    media = list(result.media)
+    for item in media:
+        if not isinstance(item, ToolMedia):
+            kind = _utf8(type(item).__name__)
+            error = (
+                f"{name} returned ToolResult media holding a {kind}; each item must be a ToolMedia"
+            )
+            return {"error": error}, "error", []
+    response, status = _output(name, result.output)
+    if status == "error":
+        return response, status, []
+    parts = [item.part() for item in media]
+    inline = sum(len(p["inlineData"]["data"]) for p in parts if "inlineData" in p)
+    if inline > MAX_INLINE_MEDIA:
+        error = (
+            f"{name} returned {inline / 2**20:.1f} MB of inline media (base64 encoded), more "
+            f"than the {MAX_INLINE_MEDIA // 2**20} MB a request may carry inline; it was not "
+            "sent. Return smaller media, or upload the file (Files API, Cloud Storage) and "
+            "return ToolMedia.file(uri, mime_type)"
+        )
+        return {"error": error}, "error", []
+    return response, status, parts
 
 
 def _exception_text(exc: BaseException) -> str:

@@ -35,7 +35,8 @@ PRECEDENCE = {
     StopReason.CONTEXT_CAP: 3,
     StopReason.STEP_CAP: 4,
     StopReason.PROVIDER_ERROR: 5,
-    StopReason.COMPLETED: 6,
+    StopReason.NEEDS_CONFIRMATION: 6,  # L103
+    StopReason.COMPLETED: 7,
 }
 _STOPS: dict[Cause, StopReason] = {
     "time-limit": StopReason.TIME_LIMIT,

@@ -73,6 +73,11 @@ def stop_message(
             "I had to stop because this conversation no longer fits the model's context window. "
             "Start a new conversation or ask me to summarize."
         )
+    if stop is StopReason.NEEDS_CONFIRMATION:  # L103: detail names the calls
+        return (
+            f"Before I go on, please confirm: {detail}. Resume with run_turn(..., "
+            "confirm=True) to allow it or confirm=False to refuse it."
+        )
     if detail is None and error is not None and refused(error):
         return refusal_message(error, model)
     return f"The model service failed ({detail or error_detail(error)}). Please try again."

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._json import Content, JSONObject, Request
@@ -32,7 +32,7 @@ from ..signatures import (
 )
 from ..telemetry import TurnTelemetry, for_turn
 from ..tools import Tool
-from .batch import ToolRunner, tool_map
+from .batch import ToolRunner, needs_confirmation, pending_detail, tool_map
 from .classify import Budget, Outcome, Verdict, classify, history_error, unsendable
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
@@ -76,6 +76,7 @@ class Turn:
         *,
         origins: Origin | Sequence[Origin | None] | None = None,
         policy: SignaturePolicy | str = SignaturePolicy.AUTO,
+        confirm: bool | Mapping[str, bool] | None = None,
     ) -> None:
         # G5: google-genai Content / GenerateContentConfig objects become REST dicts.
         contents, tools, system_instruction, config = loop_inputs(
@@ -97,7 +98,15 @@ class Turn:
             model, self.contents, list(tool_by_name.values()), system_instruction, config
         )
         wire.guard.extend(self.contents)
-        wire.guard.check_end()
+        # L104: a turn that stopped for confirmation resumes with its calls answered first
+        self.resume = _resume(self.contents, confirm)
+        if self.resume is None:
+            wire.guard.check_end()
+        else:
+            probe = wire.guard.fork()  # L2: the history as it will be once they are answered
+            probe.add(wire.tool_turn(self.resume[0], [{}] * len(self.resume[0]), []))
+            probe.check_end()
+        self.pending: list[Any] = []  # L103: the calls the turn stopped on
         # L33a: the model's own first call sent without a signature gets the sentinel.
         # (prepare_history has checked the policy; its values are plain strings too)
         self.sign_own = policy in ("auto", "sentinel")
@@ -161,6 +170,8 @@ class Turn:
                 for change in self.signature_changes:  # L33: never silent
                     LOOP.info("signatures: %s", change.detail)  # O2
                     await self._lifecycle(change.phase, 0, detail=change.detail)
+                if self.resume is not None:  # L104: the confirmed calls run, refused answered
+                    await self.tools.resume(*self.resume)
                 outcome = await self._drive()
             except asyncio.CancelledError:
                 if clock.caller_cancelled or clock.cause is None:
@@ -346,6 +357,11 @@ class Turn:
             content = self.wire.model_turn(result)
             assert content is not None  # it holds the calls
             self._append(content, self.target)
+            pending = [call for call in verdict.calls if needs_confirmation(call)]
+            if pending:  # L103: nothing runs before the user has confirmed
+                self.pending = pending
+                self.detail = pending_detail(pending)
+                return StopReason.NEEDS_CONFIRMATION
             await self.tools.run(step, verdict.calls)
             return None
         if outcome is Outcome.ANSWER:
@@ -577,6 +593,7 @@ class Turn:
             signatures=self._signature_counts(),
             content_origins=self.origins + self.added,
             hops=self.stream.hops,
+            pending_calls=self.pending if stop is StopReason.NEEDS_CONFIRMATION else [],
         )
 
     def _finish_reason(self, stop: StopReason, answered: bool) -> str | None:
@@ -594,6 +611,71 @@ class Turn:
         for change in self.signature_changes:
             counts["stripped" if change.action == "strip" else "sentinels"] += change.count
         return counts
+
+
+def _resume(
+    contents: list[Content], confirm: bool | Mapping[str, bool] | None
+) -> tuple[list[Any], list[bool | None]] | None:
+    """L104: the calls ``contents`` ends with and, for each, whether the user confirmed it
+    (None: it needed no confirmation); None when there is nothing to resume. A history
+    that ends with calls waiting for confirmation needs ``confirm``."""
+    last = contents[-1] if contents else None
+    calls: list[Any] = []
+    if isinstance(last, Mapping) and last.get("role") == "model":
+        for part in last.get("parts") or ():
+            call = part.get("functionCall") if isinstance(part, Mapping) else None
+            if isinstance(call, Mapping):
+                calls.append(call)
+    waiting = [call for call in calls if needs_confirmation(call)]
+    if confirm is None:
+        if waiting:
+            raise InvalidRequestError(
+                f"contents ends with {len(waiting)} function call(s) waiting for the user's "
+                f"confirmation ({', '.join(repr(c['name']) for c in waiting)}); resume with "
+                "run_turn(..., confirm=True) to allow them, confirm=False to refuse them, or "
+                "confirm={call_id: bool}",
+                f"contents[{len(contents) - 1}]",
+            )
+        return None
+    if not waiting:
+        raise ValueError(
+            "confirm= was given, but contents does not end with function calls waiting for "
+            "the user's confirmation; pass the contents of the result that stopped with "
+            "needs-confirmation"
+        )
+    if isinstance(confirm, bool):
+        answers: Mapping[str, bool] | None = None
+    elif isinstance(confirm, Mapping):
+        answers = confirm
+        ids = [call.get("id") for call in waiting]
+        missing = [i for i in ids if i not in answers]
+        unknown = [key for key in answers if key not in ids]
+        if None in ids or missing or unknown:
+            raise ValueError(
+                f"confirm= must answer each call waiting for confirmation by its id "
+                f"({', '.join(repr(i) for i in ids)}); "
+                + (
+                    "a call without an id can only be answered with confirm=True or False"
+                    if None in ids
+                    else f"missing: {missing}, unknown: {unknown}"
+                )
+            )
+        for key, value in answers.items():
+            if not isinstance(value, bool):
+                raise TypeError(f"confirm[{key!r}] must be True or False, not {value!r}")
+    else:
+        raise TypeError(
+            f"confirm must be True, False or a dict of call ids to bool, not {type(confirm).__name__}"
+        )
+    confirmed: list[bool | None] = []
+    for call in calls:
+        if not needs_confirmation(call):
+            confirmed.append(None)
+        elif answers is None:
+            confirmed.append(bool(confirm))
+        else:
+            confirmed.append(answers[call["id"]])
+    return calls, confirmed
 
 
 def _log_step_end(step: int, attempt: int, finish: str | None, outcome: StepOutcome) -> None:
