@@ -30,6 +30,7 @@ _FINISH: dict[str, str] = {
     "TOO_MANY_TOOL_CALLS": "tool-calls",
     "MALFORMED_FUNCTION_CALL": "error",
     "UNEXPECTED_TOOL_CALL": "error",
+    "MALFORMED_TOOL_CALL": "error",  # I35: Interactions malformed_tool_call
     **{
         raw: "content-filter"
         for raw in (
@@ -43,6 +44,7 @@ _FINISH: dict[str, str] = {
             "IMAGE_PROHIBITED_CONTENT",
             "IMAGE_RECITATION",
             "MODEL_ARMOR",
+            "CONTENT_BLOCKED",  # I35: Interactions content_blocked
         )
     },
 }

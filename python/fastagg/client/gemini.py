@@ -86,11 +86,7 @@ class GeminiClient:
     streams one Interactions body as given and :meth:`run` aggregates one
     interaction, resuming a dropped stream (I21).
 
-    Every Interactions request (:meth:`stream` on ``api="interactions"``,
-    :meth:`create`, :meth:`resume`, :meth:`run`) sends ``Api-Revision:
-    2026-05-20`` (``INTERACTIONS_API_REVISION``, the schema fastagg reads);
-    ``api_revision`` names another revision, ``None`` sends none, and an
-    ``Api-Revision`` in ``headers`` wins over both (I32).
+    Interactions requests send ``Api-Revision: 2026-05-20`` (``api_revision``; I32).
 
     Use as ``async with GeminiClient(...) as model:`` or call :meth:`aclose`.
     """
@@ -144,11 +140,7 @@ class GeminiClient:
             self._init_gemini(model, api_key, base_url, api_version)
         if headers:
             self._headers.update({k.lower(): v for k, v in headers.items()})
-        # I32: Interactions requests name the revision they were written for; a caller's
-        # own Api-Revision header wins, api_revision=None sends none.
-        self._sse_headers: dict[str, str] = {"accept": "text/event-stream"}
-        if api_revision is not None and "api-revision" not in self._headers:
-            self._sse_headers["api-revision"] = api_revision
+        self._sse_headers = _sse_headers(self._headers, api_revision)
         self.transport: Transport
         self.transport, self._owns_http = make_transport(http_client, transport)
 
@@ -555,6 +547,15 @@ def _redirected(response: Response, url: str) -> ProviderError:
         False,
         kind="http",
     )
+
+
+def _sse_headers(headers: Mapping[str, str], api_revision: str | None) -> dict[str, str]:
+    """What an Interactions request adds to the client's headers: ``Accept``, and the
+    revision it was written for unless the caller's headers name one or it is None (I32)."""
+    extra = {"accept": "text/event-stream"}
+    if api_revision is not None and "api-revision" not in headers:
+        extra["api-revision"] = api_revision
+    return extra
 
 
 def _join(base: str, version: str, resource: str) -> str:

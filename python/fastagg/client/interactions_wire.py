@@ -19,24 +19,91 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .._json import JSONObject
 
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
+
 __all__ = ["InteractionsTurn", "request_body"]
 
-# I25: the string codes of Interactions error events, as the HTTP status and google.rpc
-# code the loop's retry rules (L3) read.
+# I25, I34: the string codes of Interactions errors (the API errors page's table, and the
+# google.rpc names some streams use), as the HTTP status the loop's retry rules (L3) read.
 _ERROR_CODES = {
+    "invalid_request": 400,
+    "failed_precondition": 400,
+    "parameter_unknown": 400,
+    "invalid_argument": 400,
+    "authentication": 401,
+    "unauthenticated": 401,
+    "payment_required": 402,
+    "permission_denied": 403,
+    "not_found": 404,
+    "model_not_found": 404,
+    "already_exists": 409,
+    "aborted": 409,
+    "out_of_range": 416,
+    "rate_limit_exceeded": 429,
+    "quota_exceeded": 429,
+    "too_many_requests": 429,
     "resource_exhausted": 429,
+    "cancelled": 499,
+    "api_error": 500,
     "internal": 500,
+    "unknown": 500,
+    "data_loss": 500,
+    "unimplemented": 501,
     "bad_gateway": 502,
+    "service_unavailable": 503,
     "unavailable": 503,
     "gateway_timeout": 504,
     "deadline_exceeded": 504,
 }
+# I34: google.rpc.Code numbers (a step's ``error`` is a google.rpc.Status) as their names.
+_RPC_NAMES = (
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
+# I35: codes that say what became of the model's output: the finish reason they name.
+_FINISH_CODES = frozenset(
+    {
+        "safety",
+        "recitation",
+        "language",
+        "prohibited_content",
+        "spii",
+        "blocklist",
+        "image_safety",
+        "image_prohibited_content",
+        "image_recitation",
+        "image_other",
+        "content_blocked",
+        "malformed_function_call",
+        "malformed_tool_call",
+        "unexpected_tool_call",
+        "no_image",
+        "too_many_tool_calls",
+        "missing_thought_signature",
+    }
+)
 _RUNNING = frozenset({"in_progress", "queued", "idle"})
 _LOOP_KEYS = frozenset(
     {
@@ -190,7 +257,13 @@ def _generation_config(config: Any, tool_config: Any) -> JSONObject:
             out[_snake(key)] = value
     calling = tool_config.get("functionCallingConfig") if isinstance(tool_config, Mapping) else None
     if isinstance(calling, Mapping) and isinstance(calling.get("mode"), str):
-        out["tool_choice"] = calling["mode"].lower()
+        mode = calling["mode"].lower()
+        names = calling.get("allowedFunctionNames")
+        # I38: allowed names go with their mode as allowed_tools (a bare mode would drop them)
+        if isinstance(names, list) and names and mode != "none":
+            out["tool_choice"] = {"allowed_tools": {"mode": mode, "tools": list(names)}}
+        else:
+            out["tool_choice"] = mode
     return out
 
 
@@ -220,6 +293,7 @@ class InteractionsTurn:
         self.text: str = response.text
         self.usage: JSONObject | None = response.usage
         self.warnings: list[str] = response.warnings
+        self.diagnostics: Sequence[Diagnostic] = response.diagnostics  # X3; the loop reads codes
         self.interaction_id: str | None = response.interaction_id
         self.continuation_token: str | None = response.continuation_token
         self.output_after_token: bool = response.output_after_token  # E14, read by L80
@@ -246,7 +320,17 @@ class InteractionsTurn:
             if calls
         ]
         self.function_calls: list[JSONObject] = response.function_calls  # finished only (C13)
-        self.error = _rpc_error(response.error, self.finish_reason)
+        self.error = _rpc_error(response.error, None)
+        if self.error is None:
+            # I33: an error the interaction or a step recorded is no data on a finished turn
+            first = _recorded_error(response.interaction, self.steps)
+            code = _code_name(first.get("code")) if first is not None else None
+            if first is not None and code in _FINISH_CODES:
+                self.finish_reason = code.upper()  # I35: a finish reason, not a failure
+            elif first is not None:  # I36: whatever the status said, the step failed
+                self.error = _rpc_error(first, None)
+            elif self.finish_reason == "failed":
+                self.error = _rpc_error(None, "failed")
 
     @property
     def content(self) -> JSONObject:
@@ -287,9 +371,31 @@ def _texts(items: Any) -> str:
     )
 
 
+def _recorded_error(interaction: Any, steps: Sequence[Any]) -> JSONObject | None:
+    """The first error an interaction recorded without an ``error`` event (I33): its
+    ``errors[]`` in order, then each step's ``error`` in index order."""
+    errors = interaction.get("errors") if isinstance(interaction, Mapping) else None
+    for error in errors if isinstance(errors, list) else ():
+        if isinstance(error, Mapping) and error:
+            return dict(error)
+    for step in steps:
+        error = step.get("error") if isinstance(step, Mapping) else None
+        if isinstance(error, Mapping) and error:
+            return dict(error)
+    return None
+
+
+def _code_name(code: Any) -> str | None:
+    """A string error code in snake_case: a URI's last segment (the SDK calls it a URI)."""
+    if not isinstance(code, str) or not code:
+        return None
+    return re.split(r"[/#:]", code.rstrip("/"))[-1].lower() or None
+
+
 def _rpc_error(error: Any, status: str | None) -> JSONObject | None:
-    """An Interactions error (string ``code``) in google.rpc form; ``failed`` without one is
-    an error too (I25)."""
+    """An Interactions error in google.rpc form (I25, I34): a string ``code`` as its HTTP
+    status and upper-cased name, a google.rpc.Code number (a step's ``google.rpc.Status``)
+    as its HTTP status and name; ``failed`` without an error is an error too (I25)."""
     if error is None:
         if status == "failed":
             return {"status": "FAILED", "message": "the interaction failed"}
@@ -298,11 +404,20 @@ def _rpc_error(error: Any, status: str | None) -> JSONObject | None:
         return {"message": str(error)}
     code = error.get("code")
     out: JSONObject = {}
-    if isinstance(code, str):
-        if code.lower() in _ERROR_CODES:
-            out["code"] = _ERROR_CODES[code.lower()]
-        out["status"] = code.upper()
-    elif isinstance(code, int):
-        out["code"] = code
+    name = _code_name(code)
+    if name is not None:
+        if name in _ERROR_CODES:
+            out["code"] = _ERROR_CODES[name]
+        out["status"] = name.upper()
+    elif isinstance(code, int) and not isinstance(code, bool):
+        if 0 < code < len(_RPC_NAMES):
+            out["code"] = _ERROR_CODES[_RPC_NAMES[code].lower()]
+            out["status"] = _RPC_NAMES[code]
+        else:
+            out["code"] = code
+    if isinstance(error.get("status"), str):
+        out["status"] = error["status"]
     out["message"] = error.get("message")
+    if isinstance(error.get("details"), list):
+        out["details"] = error["details"]
     return out

@@ -21,7 +21,8 @@ from .messages import describe, error_label, times
 # Internal to the turn loop: nothing here is public API (spec/api.md).
 __all__: list[str] = []
 
-_MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+# I35: MALFORMED_TOOL_CALL is the Interactions API's malformed_tool_call (a server-side tool)
+_MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "MALFORMED_TOOL_CALL"})
 
 
 class Outcome(enum.Enum):

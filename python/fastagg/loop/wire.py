@@ -213,6 +213,15 @@ class InteractionsWire(GenerateContentWire):
     """The Interactions API (I22-I27): the same transcript and requests (``GeminiClient``
     converts them, I23/I24), its own aggregator and results read as generateContent's."""
 
+    def final_request(self, note: Content) -> Request:
+        request = super().final_request(note)
+        given = request.get("generation_config")
+        if isinstance(given, Mapping) and "tool_choice" in given:
+            # L122: a tool_choice the caller gave in config would win over the step cap's
+            # NONE key by key (I23); the final answer is asked with tools off all the same.
+            request["generation_config"] = {**given, "tool_choice": "none"}
+        return request
+
     def aggregator(self, display: bool) -> StreamAggregator[Any]:
         # R5: the Interactions aggregator has no display subset and no visible_output:
         # the loop reads visible output from its deltas, with or without a sink.
@@ -272,7 +281,8 @@ def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> JSONObject:
 
 
 def _tools_off(tool_config: Any) -> JSONObject:
-    """``toolConfig`` with function calling disabled (mode NONE; no allowed names, L27)."""
+    """``toolConfig`` with function calling disabled (mode NONE; no allowed names, L27),
+    whatever mode the caller chose (AUTO, ANY, VALIDATED, L121); its other keys kept."""
     config = dict(tool_config) if isinstance(tool_config, Mapping) else {}
     calling = dict(config.get("functionCallingConfig") or {})
     calling.pop("allowedFunctionNames", None)

@@ -34,6 +34,7 @@ __all__ = [
     "arguments_step",
     "checkpoint_event",
     "error_event",
+    "error_step",
     "text_step",
     "thought_step",
 ]
@@ -60,6 +61,9 @@ class InteractionTurn:
     resumes are served whole). ``continuation_token`` (long
     decode, with ``status="requires_continuation"``) goes on the completed
     interaction; :func:`checkpoint_event` puts checkpoint tokens mid-stream.
+    ``errors`` (``{"code", "message"}`` objects) go on the completed
+    interaction as its ``errors`` (I37); :func:`error_step` is a step that
+    carries its own ``error``.
     """
 
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -70,6 +74,7 @@ class InteractionTurn:
     cut_after_bytes: int | None = None
     continuation_token: str | None = None
     resume_drops: Sequence[int] = ()
+    errors: list[dict[str, Any]] | None = None
 
 
 def text_step(index: int, *pieces: str) -> list[dict[str, Any]]:
@@ -115,6 +120,14 @@ def arguments_step(index: int, call_id: str, name: str, *fragments: str) -> list
     ]
 
 
+def error_step(index: int, code: int, message: str, *pieces: str) -> list[dict[str, Any]]:
+    """A ``model_output`` step whose ``step.start`` carries ``error``, a google.rpc.Status
+    (``code`` a google.rpc.Code number), then its ``text`` deltas (I37)."""
+    events = text_step(index, *pieces)
+    events[0]["step"]["error"] = {"code": code, "message": message}
+    return events
+
+
 def checkpoint_event(token: str) -> dict[str, Any]:
     """A long-decode checkpoint: ``interaction.status_update`` carrying ``continuation_token``."""
     return {
@@ -142,7 +155,8 @@ class FakeInteractions:
     """A fake Interactions API endpoint on loopback; an async context manager.
 
     Attributes: ``url`` (base URL), ``records`` (``(method, path, query, body)``
-    per request), ``interactions`` (id -> the events sent and the request).
+    per request), ``headers`` (each request's headers, names lower-cased, in the
+    order of ``records``), ``interactions`` (id -> the events sent and the request).
     A script that runs out answers 400 naming the request number.
     """
 
@@ -151,6 +165,7 @@ class FakeInteractions:
         self.host = host
         self.port = 0
         self.records: list[tuple[str, str, dict[str, str], Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.interactions: dict[str, _Stored] = {}
         self._served = 0
         self._runner: web.AppRunner | None = None
@@ -192,6 +207,7 @@ class FakeInteractions:
         except ValueError:
             body = None
         self.records.append((request.method, request.path, dict(request.query), body))
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
         if not _has_credentials(request):
             return _error(401, "unauthenticated", "An API key or bearer token is required.")
         create = _CREATE.match(request.path)
@@ -276,6 +292,8 @@ class FakeInteractions:
                 done["usage"] = turn.usage
             if turn.continuation_token is not None:
                 done["continuation_token"] = turn.continuation_token
+            if turn.errors is not None:
+                done["errors"] = turn.errors
             events.append({"event_type": "interaction.completed", "interaction": done})
         stamped = [{**e, "event_id": f"{interaction_id}-e{n}"} for n, e in enumerate(events)]
         for event in stamped:
