@@ -169,6 +169,10 @@ class AggregatedResponse:
     def prompt_feedback(self) -> dict[str, Any] | None:
         """``promptFeedback`` (last non-null), or None."""
     @property
+    def model_status(self) -> dict[str, Any] | None:
+        """``modelStatus`` (last non-null: ``modelStage``, ``retirementTime``, ``message``),
+        or None (E15)."""
+    @property
     def error(self) -> dict[str, Any] | None:
         """The in-stream error object, verbatim, or None."""
     @property

@@ -80,8 +80,9 @@ def observe(
         same += ["steps", "interaction", "status", "interaction_id", "last_event_id"]
         same += ["continuation_token", "done"]
     else:
-        same += ["parts", "finish_reason", "response_id", "model_version"]
+        same += ["parts", "finish_reason", "response_id", "model_version", "model_status"]
         out["candidates"] = [c.index for c in r.candidates]
+        out["to_dict"] = r.to_dict()
     out.update({key: getattr(r, key) for key in same})
     out.update(diagnostic_keys(r, errors))
     return out

@@ -198,6 +198,8 @@ fn run_classic(pieces: &[&[u8]], opts: Options) -> Map<String, Value> {
     );
     out.insert("response_id".into(), opt(res.response_id.as_ref()));
     out.insert("model_version".into(), opt(res.model_version.as_ref()));
+    out.insert("model_status".into(), opt(res.model_status.as_ref()));
+    out.insert("to_dict".into(), res.to_value());
     out.insert("complete".into(), Value::from(res.complete));
     out.insert("truncated".into(), Value::from(res.truncated));
     let unfinished = first

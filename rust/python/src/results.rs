@@ -280,6 +280,7 @@ struct ResponseCache {
     model_version: PyOnceLock<Py<PyAny>>,
     response_id: PyOnceLock<Py<PyAny>>,
     prompt_feedback: PyOnceLock<Py<PyAny>>,
+    model_status: PyOnceLock<Py<PyAny>>,
     error: PyOnceLock<Py<PyAny>>,
     warnings: PyOnceLock<Py<PyList>>,
     diagnostics: PyOnceLock<Py<PyTuple>>,
@@ -314,6 +315,7 @@ impl AggregatedResponse {
                     model_version: PyOnceLock::new(),
                     response_id: PyOnceLock::new(),
                     prompt_feedback: PyOnceLock::new(),
+                    model_status: PyOnceLock::new(),
                     error: PyOnceLock::new(),
                     warnings: PyOnceLock::new(),
                     diagnostics: PyOnceLock::new(),
@@ -398,6 +400,13 @@ impl AggregatedResponse {
     fn prompt_feedback<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         once(py, &self.cached.prompt_feedback, || {
             opt_to_py(py, self.inner.prompt_feedback.as_ref())
+        })
+    }
+    /// `modelStatus` (last non-null: `modelStage`, `retirementTime`, `message`), or None (E15).
+    #[getter]
+    fn model_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        once(py, &self.cached.model_status, || {
+            opt_to_py(py, self.inner.model_status.as_ref())
         })
     }
     /// The in-stream error object, verbatim, or None.

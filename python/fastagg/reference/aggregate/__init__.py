@@ -107,6 +107,7 @@ def _render(state: _TurnState, *, truncated: bool, fresh: bool) -> AggregatedRes
         keep(state.response_id),
         keep(state.create_time),
         keep(state.prompt_feedback),
+        keep(state.model_status),
         keep(state.error),
         state.continuation_token,
         state.output_after_token,

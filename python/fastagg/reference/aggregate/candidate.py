@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..._json import JSONObject, JSONValue, Part
 from .calls import _complete_call_info, _function_call, _streamed_call_info
-from .merge import _citations
+from .merge import _citations, _logprobs
 from .parts import _add_part, _is_plain
 from .render import _render_json, _same
 from .response import Candidate, Delta, Finish
@@ -71,6 +71,8 @@ def _candidate(
             mark.token = value
         if key == "citationMetadata":
             _citations(state, cand, value, i, j)
+        elif key == "logprobsResult":
+            _logprobs(cand, value)  # E16: per-chunk log probabilities add up
         else:
             cand.metadata[key] = value  # E5: last non-null wins
 

@@ -1,6 +1,9 @@
-"""Merging what later events repeat (E3, E5, E9, E10): usage, top-level fields, citations."""
+"""Merging what later events repeat (E3, E5, E9, E10, E15, E16): usage, top-level fields,
+citations, log probabilities."""
 
 from __future__ import annotations
+
+import math
 
 from ..._json import JSONObject, JSONValue
 from ..diagnostics import _diagnostic
@@ -14,7 +17,10 @@ _TOP_LEVEL = (
     ("responseId", "response_id"),
     ("createTime", "create_time"),
     ("promptFeedback", "prompt_feedback"),
-)
+    ("modelStatus", "model_status"),  # E15
+)  # E17: every other top-level key is ignored
+_LOGPROB_STEPS = ("chosenCandidates", "topCandidates")
+_I64 = range(-(2**63), 2**63)
 
 
 def _merge_usage(state: _TurnState, usage: JSONObject) -> None:
@@ -69,3 +75,38 @@ def _citations(state: _TurnState, cand: _CandidateState, value: JSONValue, i: in
             if identity not in seen:
                 seen.add(identity)
                 entries.append(entry)
+
+
+def _logprobs(cand: _CandidateState, value: JSONValue) -> None:
+    """E16: each chunk's logprobsResult covers its own steps: lists joined, sums added."""
+    kept = cand.metadata.get("logprobsResult")
+    if not isinstance(value, dict) or not isinstance(kept, dict):
+        # The lists are extended later: never the caller's own (feed_chunk()).
+        cand.metadata["logprobsResult"] = (
+            {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+            if isinstance(value, dict)
+            else value
+        )
+        return
+    for key, item in value.items():
+        if item is None:
+            continue
+        old = kept.get(key)
+        if key in _LOGPROB_STEPS and isinstance(old, list) and isinstance(item, list):
+            old.extend(item)
+        elif key == "logProbabilitySum" and _is_number(old) and _is_number(item):
+            kept[key] = _add(old, item)  # type: ignore[arg-type]
+        else:
+            kept[key] = item
+
+
+def _is_number(value: JSONValue) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _add(a: float, b: float) -> float:
+    """E16: integers stay integers while the sum fits in 64 bits; otherwise floats."""
+    if isinstance(a, int) and isinstance(b, int) and a in _I64 and b in _I64 and a + b in _I64:
+        return a + b
+    total = float(a) + float(b)
+    return total if math.isfinite(total) else a

@@ -19,7 +19,9 @@ def _is_plain(part: Part) -> bool:
 def _add_part(cand: _CandidateState, part: Part, deltas: list[Delta] | None) -> None:
     """Fold one non-empty part that is not a function call (P1-P4, P8)."""
     text = part.get("text")
-    if not isinstance(text, str):  # P4 (P8: a non-string text too)
+    # P4 (P8: a non-string text too): toolCall/toolResponse (P10), executableCode and
+    # codeExecutionResult (P11), audioTranscription (P12) and every kind P13 lists
+    if not isinstance(text, str):
         cand.slots.append(_KeptPart(part))
         return
     thought = part.get("thought", False)

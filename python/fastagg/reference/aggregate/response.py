@@ -205,6 +205,7 @@ class AggregatedResponse:
         "_diagnostics",
         "_error",
         "_first",
+        "_model_status",
         "_model_version",
         "_output_after_token",
         "_prompt_feedback",
@@ -222,6 +223,7 @@ class AggregatedResponse:
         response_id: JSONValue,
         create_time: JSONValue,
         prompt_feedback: JSONValue,
+        model_status: JSONValue,
         error: JSONValue,
         continuation_token: str | None,
         output_after_token: bool,
@@ -235,6 +237,7 @@ class AggregatedResponse:
         self._response_id = response_id
         self._create_time = create_time
         self._prompt_feedback = prompt_feedback
+        self._model_status = model_status
         self._error = error
         self._continuation_token = continuation_token
         self._output_after_token = output_after_token
@@ -306,6 +309,11 @@ class AggregatedResponse:
         return self._prompt_feedback
 
     @property
+    def model_status(self) -> JSONValue:
+        """Last non-null ``modelStatus`` (E15): ``modelStage``, ``retirementTime``, ``message``."""
+        return self._model_status
+
+    @property
     def error(self) -> JSONValue:
         """The last in-stream error object, verbatim (E1, E8)."""
         return self._error
@@ -366,6 +374,7 @@ class AggregatedResponse:
             ("responseId", self._response_id),
             ("createTime", self._create_time),
             ("promptFeedback", self._prompt_feedback),
+            ("modelStatus", self._model_status),
             ("error", self._error),
         ):
             if value is not None:

@@ -54,6 +54,7 @@ class _TurnState:
         self.response_id: JSONValue = None
         self.create_time: JSONValue = None
         self.prompt_feedback: JSONValue = None
+        self.model_status: JSONValue = None
         self.error: JSONValue = None
         # E14: candidate 0's latest token, and output in an event after it.
         self.continuation_token: str | None = None

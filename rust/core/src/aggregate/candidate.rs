@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::calls::StreamedCall;
-use super::merge::{merge_citations, shape};
+use super::merge::{merge_citations, merge_logprobs, shape};
 use super::response::{call_ref, CallRef, Part, RawPart};
 use super::{CandidateResult, Delta, State};
 use crate::event::{CandidateIn, PartIn, Shaped};
@@ -39,7 +39,10 @@ pub(super) enum PartKind {
     Text { thought: bool },
     /// A complete function-call part (C1).
     Call,
-    /// Every other kept part (P4).
+    /// Every other kept part (P4): among them the server-side tool parts
+    /// `toolCall` / `toolResponse` (P10), `executableCode` /
+    /// `codeExecutionResult` (P11) and `audioTranscription` (P12), which the
+    /// next request carries back unchanged; P13 lists every kind.
     Other,
 }
 
@@ -315,6 +318,9 @@ impl State {
                         "an object",
                     )),
                 }
+            } else if key == "logprobsResult" {
+                // RULE E16: per-chunk log probabilities add up.
+                merge_logprobs(&mut self.candidates[pos].metadata, value);
             } else {
                 // E5: last non-null wins, first-arrival position kept.
                 self.candidates[pos].metadata.insert(key, value);

@@ -63,6 +63,49 @@ pub(super) fn merge_citations(
     }
 }
 
+/// E16: the `logprobsResult` of one chunk describes that chunk's decoding
+/// steps: the step lists are concatenated, `logProbabilitySum` summed, other
+/// keys last non-null. A value that is not an object (or a kept one that is
+/// not) replaces the kept one, as E5 does.
+pub(super) fn merge_logprobs(meta: &mut Map<String, Value>, incoming: Value) {
+    let Value::Object(incoming) = incoming else {
+        meta.insert("logprobsResult".into(), incoming);
+        return;
+    };
+    let Some(Value::Object(kept)) = meta.get_mut("logprobsResult") else {
+        meta.insert("logprobsResult".into(), Value::Object(incoming));
+        return;
+    };
+    for (key, value) in incoming {
+        if value.is_null() {
+            continue;
+        }
+        match (key.as_str(), kept.get_mut(&key), value) {
+            ("chosenCandidates" | "topCandidates", Some(Value::Array(old)), Value::Array(new)) => {
+                old.extend(new);
+            }
+            ("logProbabilitySum", Some(Value::Number(old)), Value::Number(new)) => {
+                *old = add_numbers(old, &new);
+            }
+            (_, _, value) => {
+                kept.insert(key, value);
+            }
+        }
+    }
+}
+
+/// E16: two JSON numbers added: as integers when both are 64-bit signed
+/// integers and so is the sum, otherwise as floats.
+fn add_numbers(a: &serde_json::Number, b: &serde_json::Number) -> serde_json::Number {
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+        if let Some(sum) = x.checked_add(y) {
+            return sum.into();
+        }
+    }
+    let sum = a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0);
+    serde_json::Number::from_f64(sum).unwrap_or_else(|| a.clone())
+}
+
 /// E10: the diagnostic for a `responseId` that differs from the one kept, if it does.
 pub(super) fn response_id_change(
     event: u64,

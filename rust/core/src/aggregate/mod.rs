@@ -179,6 +179,7 @@ struct State {
     response_id: Option<Value>,
     create_time: Option<Value>,
     prompt_feedback: Option<Value>,
+    model_status: Option<Value>,
     error: Option<Value>,
     /// E14: candidate 0's latest token, and output in an event after it.
     continuation_token: Option<String>,
@@ -216,6 +217,7 @@ impl Aggregator {
                 response_id: None,
                 create_time: None,
                 prompt_feedback: None,
+                model_status: None,
                 error: None,
                 continuation_token: None,
                 output_after_token: false,
@@ -465,9 +467,9 @@ impl State {
 
     /// RULE E0: one payload in order: error, candidates, usage, then the top-level fields.
     fn apply_event(&mut self, event: u64, payload: EventIn<'_>, deltas: &mut Vec<Delta>) {
-        let (error, prompt_feedback) = match payload.rare {
-            Some(rare) => (rare.error, rare.prompt_feedback),
-            None => (None, None),
+        let (error, prompt_feedback, model_status) = match payload.rare {
+            Some(rare) => (rare.error, rare.prompt_feedback, rare.model_status),
+            None => (None, None, None),
         };
         if let Some(error) = error.filter(|e| !e.is_null()) {
             // E1, E8: recorded verbatim, the payload contributes nothing else.
@@ -515,5 +517,9 @@ impl State {
         set_last(&mut self.response_id, payload.response_id);
         set_last(&mut self.create_time, payload.create_time);
         set_last(&mut self.prompt_feedback, prompt_feedback);
+        // RULE E15: `modelStatus` is kept, last non-null, like the fields above.
+        if let Some(status) = model_status.filter(|v| !v.is_null()) {
+            self.model_status = Some(status);
+        }
     }
 }

@@ -36,6 +36,8 @@ pub struct Response {
     pub response_id: Option<Value>,
     pub create_time: Option<Value>,
     pub prompt_feedback: Option<Value>,
+    /// E15: the last non-null `modelStatus` (stage, retirement time, message).
+    pub model_status: Option<Value>,
     pub error: Option<Value>,
     /// E14: the latest non-empty `continuationToken` of candidate 0.
     pub continuation_token: Option<String>,
@@ -79,6 +81,7 @@ impl Response {
             ("responseId", &self.response_id),
             ("createTime", &self.create_time),
             ("promptFeedback", &self.prompt_feedback),
+            ("modelStatus", &self.model_status),
             ("error", &self.error),
         ] {
             if let Some(v) = value {
@@ -358,6 +361,7 @@ impl State {
             response_id: self.response_id.clone(),
             create_time: self.create_time.clone(),
             prompt_feedback: self.prompt_feedback.clone(),
+            model_status: self.model_status.clone(),
             error: self.error.clone(),
             continuation_token: self.continuation_token.clone(),
             output_after_token: self.output_after_token,

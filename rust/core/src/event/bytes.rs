@@ -43,6 +43,8 @@ fn read_event<'a>(s: &mut Scanner<'a>) -> Scan<EventIn<'a>> {
             "promptFeedback" => {
                 out.rare.get_or_insert_default().prompt_feedback = Some(text_or_value(s)?);
             }
+            "modelStatus" => out.rare.get_or_insert_default().model_status = Some(s.value()?),
+            // E17: every other top-level key is the SDK's, not the service's: ignored.
             _ => s.skip_value()?,
         }
     }

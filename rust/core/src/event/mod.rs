@@ -44,7 +44,7 @@ pub struct EventIn<'a> {
     pub model_version: Option<TextOrValue<'a>>,
     pub response_id: Option<TextOrValue<'a>>,
     pub create_time: Option<TextOrValue<'a>>,
-    /// `error` and `promptFeedback`, boxed together: rare, and the event is
+    /// `error`, `promptFeedback` and `modelStatus`, boxed together: rare, and the event is
     /// moved on every payload, in a few stores while it is at most 128 bytes
     /// (above that, a call to `memcpy`).
     pub rare: Option<Box<RareIn<'a>>>,
@@ -55,6 +55,8 @@ pub struct EventIn<'a> {
 pub struct RareIn<'a> {
     pub error: Option<Value>,
     pub prompt_feedback: Option<TextOrValue<'a>>,
+    /// `modelStatus` (E15): the model's lifecycle stage and retirement.
+    pub model_status: Option<Value>,
 }
 
 #[derive(Debug, Default)]

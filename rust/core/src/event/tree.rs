@@ -27,6 +27,7 @@ pub fn event_from_map(map: Map<String, Value>) -> EventIn<'static> {
             "promptFeedback" => {
                 out.rare.get_or_insert_default().prompt_feedback = Some(text_or_value(value));
             }
+            "modelStatus" => out.rare.get_or_insert_default().model_status = Some(value),
             _ => {}
         }
     }
