@@ -127,7 +127,7 @@ def test_x3_d7_dropped_diagnostics_are_counted_by_the_last() -> None:
     assert result.diagnostics[-1].as_dict() == {
         "code": "warnings_dropped",
         "rule": "D7",
-        "message": "D7: 3 more warnings were not kept (at most 1000 are)",
+        "message": "3 more warnings were not kept (at most 1000 are)",
         "count": 3,
         "limit": 1000,
     }
@@ -143,23 +143,23 @@ def test_x4_malformed_stream_error_carries_its_diagnostics() -> None:
         ("invalid_json", 1, 11),
     ]
     assert err.diagnostic == err.diagnostics[0]
-    assert f"{err.diagnostic.rule}: {err}" == err.diagnostic.message
+    assert (str(err), err.diagnostic.rule) == (err.diagnostic.message, "F8")
 
 
 def test_x5_diagnostic_is_frozen() -> None:
-    d = Diagnostic("no_event_found", "F2: ...", bytes=3)
+    d = Diagnostic("no_event_found", "...", bytes=3)
     with pytest.raises(AttributeError):
         d.bytes = 4  # type: ignore[misc]
 
 
 def test_x5_diagnostic_takes_exactly_its_codes_fields() -> None:
     with pytest.raises(TypeError):
-        Diagnostic("no_event_found", "F2: ...", offset=3)
+        Diagnostic("no_event_found", "...", offset=3)
 
 
 def test_x5_diagnostics_equal_by_code_and_fields_and_survive_pickle() -> None:
-    d = Diagnostic("ix_long_arg_path", "I15: ...", step=2)
-    assert (d == Diagnostic("ix_long_arg_path", "I15: ...", step=2), d.event) == (True, None)
-    assert d != Diagnostic("ix_long_arg_path", "I15: ...", step=3)
+    d = Diagnostic("ix_long_arg_path", "...", step=2)
+    assert (d == Diagnostic("ix_long_arg_path", "...", step=2), d.event) == (True, None)
+    assert d != Diagnostic("ix_long_arg_path", "...", step=3)
     assert pickle.loads(pickle.dumps(d)) == d
     assert repr(d) == "Diagnostic(code='ix_long_arg_path', rule='I15', step=2)"

@@ -31,7 +31,6 @@ STREAM = logging.getLogger("fastagg.stream")
 #: O5: a value shown in a debug record is cut to this many characters.
 MAX_SHOWN = 500
 
-_RULE_PREFIX = re.compile(r"^[A-Z]{1,2}\d+[a-z]?: ")
 _ARGS_TAIL = re.compile(r"(?:; its args: .*| \(its args: .*\))$", re.S)
 
 
@@ -61,9 +60,9 @@ def shown(value: object) -> str:
 
 
 def plain(text: str) -> str:
-    """A text as a log message (O4, O6): without a leading rule id, and without the
-    arguments of a call the aggregator left out."""
-    return _ARGS_TAIL.sub("", _RULE_PREFIX.sub("", text, count=1))
+    """A text as a log message (O4, O6): without the arguments of a call the aggregator
+    left out (a diagnostic's message names no rule, X6)."""
+    return _ARGS_TAIL.sub("", text)
 
 
 def plural(n: int, word: str) -> str:

@@ -241,10 +241,10 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     if args.lenient:
-        for diagnostic in result.diagnostics:  # U6: the text and its code, not the rule id
-            text = diagnostic.message[len(diagnostic.rule) + 2 :]
+        for diagnostic in result.diagnostics:  # U6, X6: the message and its code, no rule id
             print(
-                f"fastagg aggregate: {name}: warning: {text} [{diagnostic.code}]", file=sys.stderr
+                f"fastagg aggregate: {name}: warning: {diagnostic.message} [{diagnostic.code}]",
+                file=sys.stderr,
             )
         for cut in result.unfinished_calls:  # K9: said out loud, never among function_calls
             print(f"fastagg aggregate: {name}: warning: {_cut_off(cut)}", file=sys.stderr)

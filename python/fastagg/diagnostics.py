@@ -2,7 +2,7 @@
 
 A diagnostic says what a stream's aggregation skipped, repaired or dropped:
 its catalog ``code``, the ``rule`` that decided it, the rendered ``message``
-(the text ``warnings`` lists) and its typed fields. The codes, rules, fields and
+(the text ``warnings`` lists; it names no rule, X6) and its typed fields. The codes, rules, fields and
 templates come from the catalog ``diagnostics.json`` beside this module (X1), which
 the Rust core embeds at compile time; it is read here on first use, not at import (R1).
 """

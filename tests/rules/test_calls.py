@@ -113,7 +113,7 @@ def test_c2_unknown_id_starts_a_new_call(impl: ModuleType) -> None:
         impl.CallStart(0, 2, None, "g"),
     ]
     assert result.warnings == [
-        'C6: candidate 0, part 1: a streamed function call with id "a" never received a name and was left out; its args: {"n":2}'
+        'candidate 0, part 1: a streamed function call with id "a" never received a name and was left out; its args: {"n":2}'
     ]
     assert result.parts == [
         {"functionCall": {"id": "a", "name": "f", "args": {"n": 1}}},
@@ -217,7 +217,7 @@ def test_c10_open_calls_are_per_candidate(impl: ModuleType) -> None:
     assert result.parts == [{"functionCall": {"name": "f", "args": {}}}]
     assert result.candidates[1].parts == []
     assert result.warnings == [
-        'C6: candidate 1, part 0: a streamed function call never received a name and was left out; its args: {"a":1}'
+        'candidate 1, part 0: a streamed function call never received a name and was left out; its args: {"a":1}'
     ]
 
 
@@ -283,7 +283,7 @@ def test_c6_first_signature_kept_later_different_one_warned(impl: ModuleType) ->
         ]
     )
     assert result.warnings == [
-        "C6: candidate 0, part 1: a later chunk carried a different thoughtSignature; the first one was kept"
+        "candidate 0, part 1: a later chunk carried a different thoughtSignature; the first one was kept"
     ]
 
 
@@ -307,7 +307,7 @@ def test_c6_nameless_call_left_out_and_reported(impl: ModuleType) -> None:
     assert result.parts == [{"text": "a"}, {"text": "bc"}]
     assert result.function_calls == []
     assert result.warnings == [
-        'C6: candidate 0, part 1: a streamed function call never received a name and was left out; its args: {"p":"café","n":1.5}'
+        'candidate 0, part 1: a streamed function call never received a name and was left out; its args: {"p":"café","n":1.5}'
     ]
     assert deltas == [
         impl.TextDelta(0, 0, "a", False),
@@ -336,7 +336,7 @@ def test_c6_message_writes_args_floats_as_python_repr(impl: ModuleType) -> None:
     result, _ = run_chunks(impl, chunk(fc(partialArgs=values, willContinue=True)), chunk(fc()))
     written = ",".join(f'"f{i}":{text}' for i, (_, text) in enumerate(TIE_FLOATS))
     assert result.warnings == [
-        "C6: candidate 0, part 0: a streamed function call never received a name and was "
+        "candidate 0, part 0: a streamed function call never received a name and was "
         f"left out; its args: {{{written}}}"
     ]
 
@@ -392,7 +392,7 @@ def test_c8_different_later_name_warned_first_kept(impl: ModuleType) -> None:
     )
     assert result.parts == [{"functionCall": {"id": "c1", "name": "first", "args": {}}}]
     assert result.warnings == [
-        'C2: candidate 0, part 0: a later chunk named the call "second" but it is named "first"; the first name was kept'
+        'candidate 0, part 0: a later chunk named the call "second" but it is named "first"; the first name was kept'
     ]
 
 
@@ -428,9 +428,9 @@ def test_c12_close_closes_open_calls_in_slot_order_per_candidate(
         chunk(fc(name="named", willContinue=True), index=0),
     )
     assert result.warnings == [
-        'C6: candidate 0, part 0: a streamed function call with id "y" never received a name and was left out; its args: {"a":1}',
-        'C6: candidate 0, part 1: a streamed function call with id "x" never received a name and was left out; its args: {"a":2}',
-        'C6: candidate 1, part 0: a streamed function call never received a name and was left out; its args: {"b":1}',
+        'candidate 0, part 0: a streamed function call with id "y" never received a name and was left out; its args: {"a":1}',
+        'candidate 0, part 1: a streamed function call with id "x" never received a name and was left out; its args: {"a":2}',
+        'candidate 1, part 0: a streamed function call never received a name and was left out; its args: {"b":1}',
     ]
     assert result.parts == [{"functionCall": {"name": "named", "args": {}}}]
 
@@ -449,7 +449,7 @@ def test_c12_snapshot_leaves_nameless_open_calls_out_silently(impl: ModuleType) 
     assert snap.parts == [{"text": "x"}]
     assert snap.warnings == []
     assert agg.close().warnings == [
-        'C6: candidate 0, part 0: a streamed function call never received a name and was left out; its args: {"a":1}'
+        'candidate 0, part 0: a streamed function call never received a name and was left out; its args: {"a":1}'
     ]
 
 
@@ -659,8 +659,8 @@ def test_c15_complete_call_without_a_name_is_left_out_with_a_warning(impl: Modul
         chunk(fc(name="ok", args={})),
     )
     assert result.warnings == [
-        'C15: event 0: candidates[0].content.parts[1] is a function call without a name; it was left out (its args: {"q":1})',
-        'C15: event 0: candidates[0].content.parts[2] is a function call with id "x" without a name; it was left out (its args: {"k":[1.5]})',
+        'event 0: candidates[0].content.parts[1] is a function call without a name; it was left out (its args: {"q":1})',
+        'event 0: candidates[0].content.parts[2] is a function call with id "x" without a name; it was left out (its args: {"k":[1.5]})',
     ]
     assert result.function_calls == [{"id": None, "name": "ok", "args": {}}]
     assert result.parts == [{"text": "a"}, {"functionCall": {"name": "ok", "args": {}}}]

@@ -297,20 +297,20 @@ def test_e7_wrong_shapes_warned_and_ignored(impl: ModuleType) -> None:
         },
     )
     assert result.warnings == [
-        "E7: event 0: candidates is not a list; ignored",
-        "E7: event 0: usageMetadata is not an object; ignored",
-        "E7: event 1: candidates[0] is not an object; ignored",
-        "E7: event 1: candidates[1].index is not a non-negative integer below 2^31; ignored",
-        "E7: event 1: candidates[2].index is not a non-negative integer below 2^31; ignored",
-        "E7: event 1: candidates[3].index is not a non-negative integer below 2^31; ignored",
-        "E7: event 1: candidates[4].index is not a non-negative integer below 2^31; ignored",
-        "E7: event 1: candidates[5].content is not an object; ignored",
-        "E7: event 1: candidates[6].content.parts is not a list; ignored",
-        "E7: event 1: candidates[7].content.parts[0] is not an object; ignored",
-        "E7: event 1: candidates[7].content.parts[2] is not an object; ignored",
-        "E7: event 1: candidates[7].citationMetadata is not an object; ignored",
-        "E7: event 1: candidates[8].content.parts[0].functionCall.partialArgs is not a list; ignored",
-        "E7: event 1: candidates[9].content.parts[0].functionCall.partialArgs[0] is not an object; ignored",
+        "event 0: candidates is not a list; ignored",
+        "event 0: usageMetadata is not an object; ignored",
+        "event 1: candidates[0] is not an object; ignored",
+        "event 1: candidates[1].index is not a non-negative integer below 2^31; ignored",
+        "event 1: candidates[2].index is not a non-negative integer below 2^31; ignored",
+        "event 1: candidates[3].index is not a non-negative integer below 2^31; ignored",
+        "event 1: candidates[4].index is not a non-negative integer below 2^31; ignored",
+        "event 1: candidates[5].content is not an object; ignored",
+        "event 1: candidates[6].content.parts is not a list; ignored",
+        "event 1: candidates[7].content.parts[0] is not an object; ignored",
+        "event 1: candidates[7].content.parts[2] is not an object; ignored",
+        "event 1: candidates[7].citationMetadata is not an object; ignored",
+        "event 1: candidates[8].content.parts[0].functionCall.partialArgs is not a list; ignored",
+        "event 1: candidates[9].content.parts[0].functionCall.partialArgs[0] is not an object; ignored",
     ]
     assert as_json(result.parts) == as_json(
         [{"text": "kept"}, {"functionCall": {"name": "f", "args": {"a": "v"}}}]
@@ -331,9 +331,9 @@ def test_e10_changed_response_id_is_warned_about(impl: ModuleType) -> None:
     assert result.response_id == 7
     assert result.text == "abcde"
     assert result.warnings == [
-        'E10: event 2: responseId changed from "r1" to "r2"; the body holds more than one '
+        'event 2: responseId changed from "r1" to "r2"; the body holds more than one '
         "response and they were aggregated as one model turn",
-        'E10: event 4: responseId changed from "r2" to 7; the body holds more than one '
+        'event 4: responseId changed from "r2" to 7; the body holds more than one '
         "response and they were aggregated as one model turn",
     ]
 
@@ -406,6 +406,6 @@ def test_e0_candidates_in_list_order_finish_after_parts_then_usage(impl: ModuleT
         impl.TextDelta(1, 0, "b", False),
     ]
     assert agg.close().warnings == [
-        "E7: event 0: candidates[2] is not an object; ignored",
-        "E7: event 0: usageMetadata is not an object; ignored",
+        "event 0: candidates[2] is not an object; ignored",
+        "event 0: usageMetadata is not an object; ignored",
     ]

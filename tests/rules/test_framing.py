@@ -51,9 +51,7 @@ def test_f12_data_after_array_end_warned_once(impl: ModuleType) -> None:
     head = b"[" + dumps(WORLD) + b"]\n  "
     result = run(impl, head + b"x ]{}")
     offset = len(head)
-    assert result.warnings == [
-        f"F1: data after the end of the JSON array at byte {offset} was ignored"
-    ]
+    assert result.warnings == [f"data after the end of the JSON array at byte {offset} was ignored"]
     assert result.parts == [{"text": " world"}]
 
 
@@ -94,7 +92,7 @@ def test_f14_array_unfinished_element_dropped(impl: ModuleType) -> None:
     assert result.truncated is True
     assert result.warnings == [
         (
-            f"F6: the stream ended inside an incomplete event at byte {offset}; "
+            f"the stream ended inside an incomplete event at byte {offset}; "
             "it was dropped and the result is marked truncated"
         )
     ]
@@ -250,7 +248,7 @@ def test_f6_unterminated_complete_event_processed_with_warning(
     assert result.complete is True
     assert result.warnings == [
         (
-            f"F6: the stream ended inside an unterminated event at byte {len(sse(HELLO))}; "
+            f"the stream ended inside an unterminated event at byte {len(sse(HELLO))}; "
             "it was complete JSON and was processed"
         )
     ]
@@ -261,7 +259,7 @@ def test_f6_final_line_without_line_end_is_processed(impl: ModuleType) -> None:
     result = run(impl, b"data: " + dumps(WORLD))
     assert result.parts == [{"text": " world"}]
     assert result.warnings == [
-        "F6: the stream ended inside an unterminated event at byte 0; it was complete JSON and was processed"
+        "the stream ended inside an unterminated event at byte 0; it was complete JSON and was processed"
     ]
 
 
@@ -273,7 +271,7 @@ def test_f6_incomplete_event_dropped_and_truncated(impl: ModuleType) -> None:
     assert result.complete is False
     assert result.warnings == [
         (
-            f"F6: the stream ended inside an incomplete event at byte {len(sse(HELLO))}; "
+            f"the stream ended inside an incomplete event at byte {len(sse(HELLO))}; "
             "it was dropped and the result is marked truncated"
         )
     ]
@@ -285,8 +283,8 @@ def test_f14_oversized_pending_event_dropped(impl: ModuleType) -> None:
     result = agg.close()
     assert result.truncated is True
     assert result.warnings == [
-        "F6: the stream ended inside an incomplete event at byte 0; it was dropped and the result is marked truncated",
-        "F2: no event was found in 56 bytes of body (expected a streamGenerateContent?alt=sse response)",
+        "the stream ended inside an incomplete event at byte 0; it was dropped and the result is marked truncated",
+        "no event was found in 56 bytes of body (expected a streamGenerateContent?alt=sse response)",
     ]
 
 
@@ -295,7 +293,7 @@ def test_f14_no_event_found_warning(impl: ModuleType) -> None:
     result = run(impl, body)
     assert result.parts == []
     assert result.warnings == [
-        f"F2: no event was found in {len(body)} bytes of body (expected a streamGenerateContent?alt=sse response)"
+        f"no event was found in {len(body)} bytes of body (expected a streamGenerateContent?alt=sse response)"
     ]
 
 
@@ -320,7 +318,7 @@ def test_f14_bad_block_completed_at_close_becomes_a_warning(impl: ModuleType) ->
     offset = len(sse(HELLO))
     assert result.warnings == [
         (
-            f"F8: event 1 at byte {offset} is not valid JSON; it was skipped "
+            f"event 1 at byte {offset} is not valid JSON; it was skipped "
             "(is this the body of a streamGenerateContent response?)"
         )
     ]
@@ -334,7 +332,7 @@ def test_f14_unfinished_bare_block_dropped(impl: ModuleType) -> None:
     assert result.truncated is True
     assert result.warnings == [
         (
-            f"F6: the stream ended inside an incomplete event at byte {len(sse(HELLO))}; "
+            f"the stream ended inside an incomplete event at byte {len(sse(HELLO))}; "
             "it was dropped and the result is marked truncated"
         )
     ]
@@ -394,6 +392,6 @@ def test_f12a_garbage_after_an_element_starts_the_next_element(impl: ModuleType)
     assert result.parts == [{"text": "Hi"}]
     assert [d.code for d in result.diagnostics] == ["invalid_json"]
     assert result.warnings == [
-        f"F8: event 1 at byte {2 + len(first)} is not valid JSON; it was skipped "
+        f"event 1 at byte {2 + len(first)} is not valid JSON; it was skipped "
         "(is this the body of a streamGenerateContent response?)"
     ]

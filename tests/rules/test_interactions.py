@@ -154,8 +154,8 @@ def test_i4_strict_error_keeps_good_events_and_lenient_warns(impl: ModuleType) -
     lenient = impl.StreamAggregator(api="interactions", strict=False)
     lenient.feed(body)
     assert lenient.close().warnings[:2] == [
-        "I4: event 0 at byte 0 is JSON but not an object; it was skipped",
-        f"I4: event 2 at byte {len(body) - 11} is not valid UTF-8; it was skipped",
+        "event 0 at byte 0 is JSON but not an object; it was skipped",
+        f"event 2 at byte {len(body) - 11} is not valid UTF-8; it was skipped",
     ]
 
 
@@ -169,7 +169,7 @@ def test_i4_event_over_max_event_bytes_is_skipped_memory_bounded(impl: ModuleTyp
     assert result.interaction_id == "ok"
     assert result.steps == []
     assert result.warnings[0] == (
-        "I4: event 0 at byte 18 is larger than max_event_bytes (100); it was skipped "
+        "event 0 at byte 18 is larger than max_event_bytes (100); it was skipped "
         "(raise max_event_bytes if such events are expected)"
     )
 
@@ -182,7 +182,7 @@ def test_i4_unterminated_final_event_is_used_when_whole(impl: ModuleType) -> Non
     cut.feed(b'data: {"event_type":"interaction.crea')
     result = cut.close()
     assert result.truncated is True
-    assert result.warnings[0].startswith("I4: event 0 at byte 0 is not valid JSON")
+    assert result.warnings[0].startswith("event 0 at byte 0 is not valid JSON")
 
 
 def test_i18_repr_is_the_same_in_both(impl: ModuleType) -> None:
@@ -254,8 +254,7 @@ def test_i15_long_paths_are_not_streamed_live_but_kept(impl: ModuleType) -> None
     result = agg.close()
     assert result.function_calls[0]["args"] == {key: [1, 2], "ok": True}
     assert (
-        result.warnings[0]
-        == "I15: step 0: argument paths longer than 1024 bytes are not streamed live"
+        result.warnings[0] == "step 0: argument paths longer than 1024 bytes are not streamed live"
     )
 
 
@@ -275,7 +274,7 @@ def test_i16_strict_json_errors(impl: ModuleType, text: str, reason: str) -> Non
     agg.feed(ev("step.delta", index=0, delta={"type": "arguments_delta", "arguments": text}))
     agg.feed(ev("step.stop", index=0))
     result = agg.close()
-    assert result.warnings[0] == f"I16: step 0: arguments are not valid JSON {reason}"
+    assert result.warnings[0] == f"step 0: arguments are not valid JSON {reason}"
     assert result.steps[0]["arguments"] == text
     assert result.unfinished_calls == [{"id": "c", "name": "f", "args": {}, "step": 0}]
     assert result.function_calls == []
@@ -310,8 +309,8 @@ def test_i20_reconnect_drops_the_partial_event_only(impl: ModuleType) -> None:
     result = agg.close()
     assert (result.interaction_id, result.last_event_id, result.text) == ("i1", "e2", "hi")
     assert result.warnings == [
-        'I17: step 0 ("model_output") never received step.stop',
-        "I3: the stream ended without the [DONE] sentinel",
+        'step 0 ("model_output") never received step.stop',
+        "the stream ended without the [DONE] sentinel",
     ]
     with pytest.raises(AggregatorClosed):
         agg.reconnect()

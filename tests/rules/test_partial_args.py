@@ -106,11 +106,11 @@ def test_c4_type_conflicts_skipped_with_warning(impl: ModuleType) -> None:
         ),
     )
     assert result.warnings == [
-        'C5: candidate 0, part 0: partial arg at "$.s.x" skipped: type conflict with the existing value',
-        'C5: candidate 0, part 0: partial arg at "$.o[0]" skipped: type conflict with the existing value',
-        'C5: candidate 0, part 0: partial arg at "$.l.k" skipped: type conflict with the existing value',
-        'C5: candidate 0, part 0: partial arg at "$.l[0].k" skipped: type conflict with the existing value',
-        'C5: candidate 0, part 0: partial arg at "$[0]" skipped: type conflict with the existing value',
+        'candidate 0, part 0: partial arg at "$.s.x" skipped: type conflict with the existing value',
+        'candidate 0, part 0: partial arg at "$.o[0]" skipped: type conflict with the existing value',
+        'candidate 0, part 0: partial arg at "$.l.k" skipped: type conflict with the existing value',
+        'candidate 0, part 0: partial arg at "$.l[0].k" skipped: type conflict with the existing value',
+        'candidate 0, part 0: partial arg at "$[0]" skipped: type conflict with the existing value',
     ]
     # The call is still open (willContinue): an unfinished call, its args as received.
     assert as_json(result.unfinished_calls[0]["args"]) == as_json(
@@ -151,7 +151,7 @@ def test_c5_unsupported_path_skipped_with_warning(impl: ModuleType, path: str, r
         max_array_index=5,
     )
     assert result.warnings == [
-        f"C5: candidate 0, part 0: partial arg at {json.dumps(path)} skipped: {reason}"
+        f"candidate 0, part 0: partial arg at {json.dumps(path)} skipped: {reason}"
     ]
     assert result.function_calls == [{"id": None, "name": "f", "args": {"ok": "w"}}]
     assert impl.ArgDelta(0, 0, "$.ok", "w") in deltas
@@ -206,12 +206,12 @@ def test_c5_missing_or_non_string_path_and_wrong_value_types(impl: ModuleType) -
         ),
     )
     assert result.warnings == [
-        "C5: candidate 0, part 0: partial arg at <missing> skipped: unsupported jsonPath syntax",
-        "C5: candidate 0, part 0: partial arg at <not a string> skipped: unsupported jsonPath syntax",
-        'C5: candidate 0, part 0: partial arg at "$.a" skipped: stringValue is not a string',
-        'C5: candidate 0, part 0: partial arg at "$.a" skipped: numberValue is not a number',
-        'C5: candidate 0, part 0: partial arg at "$.a" skipped: numberValue is not a number',
-        'C5: candidate 0, part 0: partial arg at "$.a" skipped: boolValue is not a boolean',
+        "candidate 0, part 0: partial arg at <missing> skipped: unsupported jsonPath syntax",
+        "candidate 0, part 0: partial arg at <not a string> skipped: unsupported jsonPath syntax",
+        'candidate 0, part 0: partial arg at "$.a" skipped: stringValue is not a string',
+        'candidate 0, part 0: partial arg at "$.a" skipped: numberValue is not a number',
+        'candidate 0, part 0: partial arg at "$.a" skipped: numberValue is not a number',
+        'candidate 0, part 0: partial arg at "$.a" skipped: boolValue is not a boolean',
     ]
     assert result.function_calls == [{"id": None, "name": "f", "args": {}}]
 
@@ -232,7 +232,7 @@ def test_c9_jsonpath_may_be_as_deep_as_the_json_nesting_limit(impl: ModuleType) 
         node = node["d"]
     assert node == "v"
     assert result.warnings == [
-        f"C5: candidate 0, part 0: partial arg at {json.dumps(deep + '.e')} skipped: "
+        f"candidate 0, part 0: partial arg at {json.dumps(deep + '.e')} skipped: "
         "jsonPath deeper than 1024 segments"
     ]
     assert impl.ArgDelta(0, 0, deep, "v") in deltas
@@ -261,8 +261,8 @@ def test_c16_abusive_padding_path_is_skipped_and_nothing_else_is_lost(impl: Modu
         ),
     )
     assert result.warnings == [
-        f"C5: candidate 0, part 0: partial arg at {json.dumps(abusive)} skipped: {c16(10000, 0)}",
-        f'C5: candidate 0, part 0: partial arg at "$.list[27]" skipped: {c16(27, 18)}',
+        f"candidate 0, part 0: partial arg at {json.dumps(abusive)} skipped: {c16(10000, 0)}",
+        f'candidate 0, part 0: partial arg at "$.list[27]" skipped: {c16(27, 18)}',
     ]
     args = result.function_calls[0]["args"]
     assert args == {"ok": "vw", "list": [None] * 8 + [1] + [None] * 8 + [2]}

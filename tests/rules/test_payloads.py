@@ -120,10 +120,10 @@ def test_f8_strict_false_turns_errors_into_warnings(impl: ModuleType) -> None:
     ]
     o = len(sse(HELLO))
     assert agg.close().warnings == [
-        f"F8: event 1 at byte {o} is not valid JSON; it was skipped (is this the body of a streamGenerateContent response?)",
-        f"F8: event 2 at byte {o + 10} is JSON but not an object; it was skipped",
+        f"event 1 at byte {o} is not valid JSON; it was skipped (is this the body of a streamGenerateContent response?)",
+        f"event 2 at byte {o + 10} is JSON but not an object; it was skipped",
         (
-            f"F8: event 3 at byte {o + 19} is larger than max_event_bytes (100); it was skipped "
+            f"event 3 at byte {o + 19} is larger than max_event_bytes (100); it was skipped "
             "(raise max_event_bytes if such events are expected)"
         ),
     ]

@@ -74,13 +74,12 @@ BAD_ITEMS: list[Any] = [
     7,
 ]
 BAD_WARNINGS = [
-    "C5: candidate 0, part 0: partial arg at <not a string> skipped: unsupported jsonPath syntax",
-    'C5: candidate 0, part 0: partial arg at "$.b" skipped: stringValue is not a string',
-    'C5: candidate 0, part 0: partial arg at "$.c" skipped: numberValue is not a number',
-    'C5: candidate 0, part 0: partial arg at "$.d" skipped: boolValue is not a boolean',
-    "C5: candidate 0, part 0: partial arg at <missing> skipped: unsupported jsonPath syntax",
-    "E7: event 0: candidates[0].content.parts[0].functionCall.partialArgs[6] is not an object;"
-    " ignored",
+    "candidate 0, part 0: partial arg at <not a string> skipped: unsupported jsonPath syntax",
+    'candidate 0, part 0: partial arg at "$.b" skipped: stringValue is not a string',
+    'candidate 0, part 0: partial arg at "$.c" skipped: numberValue is not a number',
+    'candidate 0, part 0: partial arg at "$.d" skipped: boolValue is not a boolean',
+    "candidate 0, part 0: partial arg at <missing> skipped: unsupported jsonPath syntax",
+    "event 0: candidates[0].content.parts[0].functionCall.partialArgs[6] is not an object; ignored",
 ]
 
 

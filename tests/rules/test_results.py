@@ -145,7 +145,7 @@ def test_d3_close_twice_and_feed_after_close(impl: ModuleType) -> None:
         second.warnings
         == first.warnings
         == [
-            f"F6: the stream ended inside an incomplete event at byte {len(sse(HELLO))}; it was dropped and the result is marked truncated"
+            f"the stream ended inside an incomplete event at byte {len(sse(HELLO))}; it was dropped and the result is marked truncated"
         ]
     )
     assert second.truncated is True
@@ -352,8 +352,8 @@ def test_d2b_largest_max_array_index_keeps_existing_values_on_a_refused_write(
     )
     assert result.function_calls[0]["args"] == {"a": [None, 7]}
     assert result.warnings == [
-        f'C5: candidate 0, part 0: partial arg at "$.a[{cap}]" skipped: {c16(cap, 2)}',
-        f'C5: candidate 0, part 0: partial arg at "$.b[{cap}]" skipped: {c16(cap, 0)}',
+        f'candidate 0, part 0: partial arg at "$.a[{cap}]" skipped: {c16(cap, 2)}',
+        f'candidate 0, part 0: partial arg at "$.b[{cap}]" skipped: {c16(cap, 0)}',
     ]
 
 
@@ -451,7 +451,7 @@ def test_d5_finish_returns_the_deltas_of_the_end_of_the_stream(impl: ModuleType)
     result = agg.close()
     assert result.text == "last words"
     assert result.warnings == [
-        f"F6: the stream ended inside an unterminated event at byte {len(body)}; it was complete JSON and was processed"
+        f"the stream ended inside an unterminated event at byte {len(body)}; it was complete JSON and was processed"
     ]
     assert agg.close() is result
 
@@ -473,10 +473,10 @@ def test_d7_at_most_1000_warnings_are_kept_and_the_others_counted(impl: ModuleTy
     result = agg.close()
     assert len(result.warnings) == 1001
     assert result.warnings[999] == (
-        f"F8: event 1000 at byte {len(first) + 9 * 999} is not valid JSON; it was skipped "
+        f"event 1000 at byte {len(first) + 9 * 999} is not valid JSON; it was skipped "
         "(is this the body of a streamGenerateContent response?)"
     )
-    assert result.warnings[1000] == "D7: 500 more warnings were not kept (at most 1000 are)"
+    assert result.warnings[1000] == "500 more warnings were not kept (at most 1000 are)"
     assert result.text == "ab"
     assert agg.events_seen == 1502
 

@@ -190,8 +190,8 @@ async def test_error_event_and_missing_done_are_reported() -> None:
         assert result.error == {"code": "gateway_timeout", "message": "Deadline expired."}
         assert (result.complete, result.done, result.text) == (False, False, "Paris is clear and")
         assert result.warnings == [
-            'I17: step 0 ("model_output") never received step.stop',
-            "I3: the stream ended without the [DONE] sentinel",
+            'step 0 ("model_output") never received step.stop',
+            "the stream ended without the [DONE] sentinel",
         ]
 
 

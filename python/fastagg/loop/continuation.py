@@ -76,8 +76,8 @@ class Hops:
     """Several segments (hops, resumed attempts) of one step read as one result (L57).
 
     Parts are concatenated in order, adjacent plain text parts with the same
-    thought flag merged (as P1 merges them within a stream); text and warnings
-    are concatenated; the finish reason, message and error are the last
+    thought flag merged (as P1 merges them within a stream); text, warnings and
+    diagnostics are concatenated; the finish reason, message and error are the last
     segment's. L90: the parts a :class:`Continued` segment carried over take
     the place of the calls the segment before it left open, so a call split
     by a drop or a hop is one call, where it started. ``function_calls`` lists
@@ -98,6 +98,7 @@ class Hops:
         )
         self.text = "".join(s.text for s in segments)
         self.warnings = [w for s in segments for w in s.warnings]
+        self.diagnostics = [d for s in segments for d in s.diagnostics]  # X3: as warnings
         self.parts: list[JSONObject] = []
         calls: dict[int, JSONObject] = {}  # merged part -> its call (a later segment's wins)
         unlisted: list[JSONObject] = []

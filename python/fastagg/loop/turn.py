@@ -278,11 +278,10 @@ class Turn:
             response = self.wire.response(result)
             self.raw_finish = response.finish
             warnings = result.warnings
-            for warning in warnings:  # L40: two responses in one body, said out loud
-                if warning.startswith("E10:"):  # U6: the detail without its rule id
-                    detail = warning.partition(": ")[2]
-                    await self._lifecycle("response-id-changed", step, detail=detail)
             if warnings:
+                for d in result.diagnostics:  # L40: two responses in one body, said out loud
+                    if d.code == "response_id_changed":  # X6: read by its code, not its text
+                        await self._lifecycle("response-id-changed", step, detail=d.message)
                 self._diagnose(step, warnings)
             verdict = classify(response, error, visible, budget)
             if verdict.blocked:  # L19: a blocked prompt is an answer, its reason the raw finish

@@ -293,16 +293,15 @@ def _tools_off(tool_config: Any) -> JSONObject:
 
 def _nameless(result: Any) -> bool:
     """L95: the response held a function call without a name. The aggregator leaves such a
-    call out of ``parts`` and ``function_calls`` and says so in a warning (C15; C6 for a
-    streamed call that never got one, candidate 0); a result may also list one without a
-    name (an Interactions call step)."""
+    call out of ``parts`` and ``function_calls`` and says so in a diagnostic (C15's
+    ``nameless_call``; C6's ``nameless_streamed_call`` for a streamed call of candidate 0
+    that never got one), read by its code, not its text (X6); a result may also list one
+    without a name (an Interactions call step)."""
     for call in result.function_calls:
         if not isinstance(call.get("name"), str):
             return True
-    for warning in result.warnings:
-        if warning.startswith("C15: ") or (
-            warning.startswith("C6: candidate 0, ") and " never received a name " in warning
-        ):
+    for d in result.diagnostics:
+        if d.code == "nameless_call" or (d.code == "nameless_streamed_call" and d.candidate == 0):
             return True
     return False
 

@@ -37,10 +37,10 @@ def _render(template: str, values: JSONObject) -> str:
 
 def _diagnostic(code: str, **values: JSONValue) -> Diagnostic:
     """The diagnostic ``code`` with ``values`` (exactly the code's catalog fields), rendered."""
-    rule, _names, template = _catalog()[code]
-    return Diagnostic(code, f"{rule}: {_render(template, values)}", **values)
+    _rule, _names, template = _catalog()[code]
+    return Diagnostic(code, _render(template, values), **values)  # X6: no rule id in it
 
 
 def _text(diagnostic: Diagnostic) -> str:
-    """The message without its ``"{rule}: "`` prefix: the text of an exception (X4)."""
-    return diagnostic.message[len(diagnostic.rule) + 2 :]
+    """The text of an exception: the diagnostic's message (X4)."""
+    return diagnostic.message

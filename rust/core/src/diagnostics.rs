@@ -222,10 +222,11 @@ impl Diagnostic {
         self.parts().1
     }
 
-    /// X2: the template rendered, without the `"{rule}: "` prefix (the text of
-    /// a `MalformedStreamError`, X4).
+    /// X2: the message, as `warnings` lists it and a `MalformedStreamError`
+    /// says it (X4): the template rendered, nothing before it (X6: no rule id;
+    /// [`Self::rule`] has it).
     #[must_use]
-    pub fn text(&self) -> String {
+    pub fn message(&self) -> String {
         let fields = self.fields();
         let Some(entry) = entry(self.code()) else {
             debug_assert!(false, "{} is not in the catalog", self.code());
@@ -240,12 +241,6 @@ impl Diagnostic {
             self.code()
         );
         render(entry.template, &fields)
-    }
-
-    /// X2: the message, as `warnings` lists it.
-    #[must_use]
-    pub fn message(&self) -> String {
-        format!("{}: {}", self.rule(), self.text())
     }
 
     #[allow(clippy::too_many_lines)] // one arm per catalog code, nothing else
@@ -763,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn x2_message_is_rule_then_rendered_template() {
+    fn x2_message_is_the_rendered_template() {
         let d = Diagnostic::CallRenamed {
             candidate: 0,
             part: 1,
@@ -772,7 +767,7 @@ mod tests {
         };
         assert_eq!(
             d.message(),
-            r#"C2: candidate 0, part 1: a later chunk named the call "b" but it is named "é"; the first name was kept"#
+            r#"candidate 0, part 1: a later chunk named the call "b" but it is named "é"; the first name was kept"#
         );
     }
 
@@ -786,7 +781,7 @@ mod tests {
         };
         assert_eq!(
             with.message(),
-            r#"C15: event 3: candidates[0].content.parts[1] is a function call with id "c1" without a name; it was left out (its args: {"a":1.5})"#
+            r#"event 3: candidates[0].content.parts[1] is a function call with id "c1" without a name; it was left out (its args: {"a":1.5})"#
         );
         let without = Diagnostic::NamelessStreamedCall {
             candidate: 0,
@@ -796,7 +791,7 @@ mod tests {
         };
         assert_eq!(
             without.message(),
-            "C6: candidate 0, part 2: a streamed function call never received a name and was left out; its args: {}"
+            "candidate 0, part 2: a streamed function call never received a name and was left out; its args: {}"
         );
     }
 
@@ -806,19 +801,43 @@ mod tests {
             step: 4,
             step_type: None,
         };
-        assert_eq!(d.message(), "I17: step 4 (null) never received step.stop");
+        assert_eq!(d.message(), "step 4 (null) never received step.stop");
     }
 
     #[test]
-    fn x4_text_is_the_message_without_its_rule() {
-        let d = Diagnostic::InvalidUtf8 {
-            event: 2,
-            offset: 10,
-        };
+    fn x4_error_text_is_the_message() {
+        let e = crate::error::MalformedStream::invalid_utf8(10, 2);
         assert_eq!(
-            d.text(),
+            e.message(),
             "event 2 at byte 10 is not valid UTF-8; it was skipped"
         );
-        assert_eq!(d.rule(), "F8");
+        assert_eq!(e.message(), e.diagnostic.message());
+        assert_eq!(e.diagnostic.rule(), "F8");
+    }
+
+    /// X6: no message carries a rule id (one at its start was how they read
+    /// before); the rule stays reachable as `rule()`.
+    #[test]
+    fn x6_warning_texts_carry_no_rule_id() {
+        let is_rule_id = |w: &str| {
+            let b = w.as_bytes();
+            let letters = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+            let digits = b[letters..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            let tail = b.len() - letters - digits;
+            (1..=2).contains(&letters)
+                && digits > 0
+                && (tail == 0 || (tail == 1 && b[b.len() - 1].is_ascii_lowercase()))
+        };
+        for d in one_of_each() {
+            let message = d.message();
+            assert!(!d.rule().is_empty(), "{}", d.code());
+            let words = message.split(|c: char| !c.is_ascii_alphanumeric());
+            for word in words {
+                assert!(!is_rule_id(word), "{}: {message}", d.code());
+            }
+        }
     }
 }

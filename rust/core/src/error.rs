@@ -40,10 +40,10 @@ pub struct MalformedStream {
 }
 
 impl MalformedStream {
-    /// X4: the diagnostic's text without its rule.
+    /// X4: the diagnostic's message.
     #[must_use]
     pub fn message(&self) -> String {
-        self.diagnostic.text()
+        self.diagnostic.message()
     }
 
     #[must_use]

@@ -213,7 +213,7 @@ fn e10_changed_response_id_is_warned_about() {
     assert_eq!(
         res.warnings(),
         vec![
-            r#"E10: event 2: responseId changed from "r1" to "r2"; the body holds more than one response and they were aggregated as one model turn"#
+            r#"event 2: responseId changed from "r1" to "r2"; the body holds more than one response and they were aggregated as one model turn"#
         ]
     );
 }
@@ -226,7 +226,7 @@ fn c12_nameless_call_left_out_with_warning() {
     assert_eq!(
         res.warnings(),
         vec![
-            r#"C6: candidate 0, part 0: a streamed function call with id "z" never received a name and was left out; its args: {"v":1.5e+20}"#
+            r#"candidate 0, part 0: a streamed function call with id "z" never received a name and was left out; its args: {"v":1.5e+20}"#
         ]
     );
     assert!(res.first().is_some_and(|c| c.parts.is_empty()));

@@ -217,9 +217,7 @@ fn i16_invalid_call_is_unfinished_and_keeps_its_raw_text() {
     assert_eq!(r.steps[0].1["arguments"], json!("{oops"));
     assert_eq!(
         r.warnings(),
-        vec![
-            "I16: step 0: arguments are not valid JSON at character 1: unexpected character \"o\""
-        ]
+        vec!["step 0: arguments are not valid JSON at character 1: unexpected character \"o\""]
     );
     assert!(!deltas.iter().any(|d| matches!(d, Delta::CallEnd { .. })));
 }
@@ -240,8 +238,8 @@ fn i17_open_call_renders_its_partial_arguments() {
     assert_eq!(
         r.warnings(),
         vec![
-            "I17: step 3 (\"function_call\") never received step.stop",
-            "I3: the stream ended without the [DONE] sentinel"
+            "step 3 (\"function_call\") never received step.stop",
+            "the stream ended without the [DONE] sentinel"
         ]
     );
 }
@@ -270,8 +268,8 @@ fn i4_strict_errors_keep_good_events_and_close_reports_truncation() {
     assert_eq!(
         r.warnings(),
         vec![
-            "I4: event 2 at byte 64 is not valid JSON; it was skipped (is this the body of a streamed Interactions API response?)",
-            "I3: the stream ended without the [DONE] sentinel"
+            "event 2 at byte 64 is not valid JSON; it was skipped (is this the body of a streamed Interactions API response?)",
+            "the stream ended without the [DONE] sentinel"
         ]
     );
     assert!(agg.feed(b"x", &mut deltas).is_err());
