@@ -33,5 +33,6 @@ Phase = Literal[
     "continuation-resume",
     "stream-resume",
     "needs-confirmation",
+    "model-status",
 ]
-"""``Lifecycle.phase``: the L13 phases, then those of L33, L39, L40, L56, L59, I26 and L103."""
+"""``Lifecycle.phase``: the L13 phases, then those of L33, L39, L40, L56, L59, I26, L103 and E18."""

@@ -178,6 +178,8 @@ class Lifecycle:
     step 0, one per content changed; ``detail`` says what and why, L33),
     ``duplicate-call-id`` (``tool_name`` and ``detail`` set, L39),
     ``response-id-changed`` (one body held two responses; ``detail``, L40).
+    ``model-status`` (the model is legacy, deprecated or retiring: once a turn, ``detail``
+    names the stage, the retirement date and the service's message, E18).
     ``tool_call_count`` is the number of tool calls answered so far,
     ``elapsed`` the seconds since the turn started, ``provider`` the backend of
     the model (``"gemini"`` or ``"vertex"``), ``timestamp`` the wall-clock time

@@ -42,6 +42,7 @@ def test_l13_phase_alias_is_the_contract_phases_and_the_addendum_ones() -> None:
         "continuation-resume",
         "stream-resume",
         "needs-confirmation",
+        "model-status",
     )
 
 

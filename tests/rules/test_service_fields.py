@@ -130,7 +130,7 @@ def test_e15_model_status_from_a_genai_response_and_from_dicts(impl: ModuleType)
 
 
 def test_e16_logprobs_from_chunks_add_up_integers_and_floats_alike(impl: ModuleType) -> None:
-    def lp(total: int | float, *tokens: str) -> dict[str, Any]:
+    def lp(total: float, *tokens: str) -> dict[str, Any]:
         steps = [{"token": t, "logProbability": -0.5} for t in tokens]
         return {"chosenCandidates": steps, "logProbabilitySum": total}
 

@@ -96,6 +96,8 @@ class Hops:
         self.prompt_feedback = next(
             (s.prompt_feedback for s in segments if s.prompt_feedback is not None), None
         )
+        statuses = [getattr(s, "model_status", None) for s in segments]  # E15: last non-null
+        self.model_status = next((m for m in reversed(statuses) if m is not None), None)
         self.text = "".join(s.text for s in segments)
         self.warnings = [w for s in segments for w in s.warnings]
         self.diagnostics = [d for s in segments for d in s.diagnostics]  # X3: as warnings

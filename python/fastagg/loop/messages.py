@@ -194,3 +194,35 @@ def fmt_duration(seconds: float) -> str:
     if secs:
         pieces.append(f"{secs}s")
     return " ".join(pieces)
+
+
+# E18: the stages worth telling the user about, in words
+_STAGES = {
+    "LEGACY": "is a legacy model, on the path to deprecation",
+    "DEPRECATED": "is deprecated",
+    "RETIRED": "is retired",
+}
+
+
+def status_notice(status: Any, model: str | None) -> str | None:
+    """E18: the readable notice of a ``modelStatus`` that warns of a retirement, else None.
+
+    ``gemini-2.5-flash is deprecated and retires on 2027-06-30: <the service's message>``.
+    """
+    if not isinstance(status, Mapping):
+        return None
+    stage = status.get("modelStage")
+    when = status.get("retirementTime")
+    date = when[:10] if isinstance(when, str) and when[:10].count("-") == 2 else None
+    words = _STAGES.get(stage) if isinstance(stage, str) else None
+    if words is None and date is None:
+        return None
+    name = model or "the model"
+    text = f"{name} {words}" if words is not None else name
+    if date is not None:
+        verb = "retired on" if stage == "RETIRED" else "retires on"
+        text += f" and {verb} {date}" if words is not None else f" {verb} {date}"
+    message = status.get("message")
+    if isinstance(message, str) and message.strip():
+        text += f": {message.strip()}"
+    return text

@@ -36,7 +36,7 @@ from .batch import ToolRunner, needs_confirmation, pending_detail, tool_map
 from .classify import Budget, Outcome, Verdict, classify, history_error, unsendable
 from .clock import TurnClock, first_stop, reap
 from .emit import DeltaEvents, Emitter
-from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, stop_message
+from .messages import FINAL_ANSWER_NOTE, MALFORMED_NOTE, status_notice, stop_message
 from .stream import ModelStream, view
 from .usage import UsageMeter
 from .wire import wire_for
@@ -131,6 +131,7 @@ class Turn:
         self.detail: str | None = None  # the {detail} of the provider-error message, if not derived
         self.answer: str | None = None  # set when the model answered (or the final answer did)
         self.blocked = False
+        self.status_said = False  # E18: a model's lifecycle notice, once a turn
         self.debug = LOOP.isEnabledFor(DEBUG)  # O5: read once a turn
 
     # -- task management -------------------------------------------------
@@ -283,6 +284,11 @@ class Turn:
                     if d.code == "response_id_changed":  # X6: read by its code, not its text
                         await self._lifecycle("response-id-changed", step, detail=d.message)
                 self._diagnose(step, warnings)
+            if not self.status_said:  # E18: a deprecation or retirement notice, said once
+                notice = status_notice(getattr(result, "model_status", None), self.target.model)
+                if notice is not None:
+                    self.status_said = True
+                    await self._lifecycle("model-status", step, detail=notice)
             verdict = classify(response, error, visible, budget)
             if verdict.blocked:  # L19: a blocked prompt is an answer, its reason the raw finish
                 self.blocked = True
@@ -355,7 +361,7 @@ class Turn:
         if outcome is Outcome.TOOL_CALLS:
             content = self.wire.model_turn(result)
             assert content is not None  # it holds the calls
-            self._append(content, self.target)
+            self._append(content, self.target)  # P14: every part goes back as it came, in place
             pending = [call for call in verdict.calls if needs_confirmation(call)]
             if pending:  # L103: nothing runs before the user has confirmed
                 self.pending = pending
