@@ -103,7 +103,8 @@ async def test_i25_a_retryable_error_code_is_retried_as_its_http_status(
 
 
 async def test_i25_an_error_code_without_an_http_status_is_not_retried() -> None:
-    failing = InteractionTurn([error_event("invalid_request", "Bad tool.")], status="failed")
+    # A code the error table does not know has no HTTP status (I34): not retryable.
+    failing = InteractionTurn([error_event("tool_confusion", "Bad tool.")], status="failed")
     async with FakeGemini([], interactions=[failing]) as server, client(server) as model:
         result = await run_turn(model, USER, limits=FAST_RETRY)
         sent = len(server.interactions.records)  # type: ignore[union-attr]
@@ -115,6 +116,25 @@ async def test_i25_an_error_code_without_an_http_status_is_not_retried() -> None
     assert result.error is not None
     assert (result.error.status, result.error.code, result.error.message) == (
         None,
+        "TOOL_CONFUSION",
+        "Bad tool.",
+    )
+
+
+async def test_i25_i34_a_documented_client_error_code_has_its_status_and_is_not_retried() -> None:
+    # invalid_request is the documented 400 of the Interactions errors table (I34).
+    failing = InteractionTurn([error_event("invalid_request", "Bad tool.")], status="failed")
+    async with FakeGemini([], interactions=[failing]) as server, client(server) as model:
+        result = await run_turn(model, USER, limits=FAST_RETRY)
+        sent = len(server.interactions.records)  # type: ignore[union-attr]
+    assert (result.stop_reason, result.finish_reason, sent) == (
+        StopReason.PROVIDER_ERROR,
+        "error",
+        1,
+    )
+    assert result.error is not None
+    assert (result.error.status, result.error.code, result.error.message) == (
+        400,
         "INVALID_REQUEST",
         "Bad tool.",
     )
