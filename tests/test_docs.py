@@ -41,9 +41,16 @@ EXAMPLES = {
 }
 
 
+def _installed(module: str) -> bool:
+    try:  # find_spec of a submodule imports its parent, which may be missing too
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def _require(code: str) -> None:
     for marker, module in NEEDS.items():
-        if marker in code and importlib.util.find_spec(module) is None:
+        if marker in code and not _installed(module):
             pytest.skip(f"needs {module}, which is not installed here")
 
 
