@@ -9,6 +9,7 @@ The Rust binding only (the twin's values come from ``orjson.loads`` and Python c
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,7 +68,10 @@ def test_r20_collections_run_inside_a_build_and_every_value_comes_out_whole(
     result = _result("a")
     before = len(collections)
     parts = result.parts
-    assert len(collections) - before > 0  # the collector ran while the parts were built
+    # Before 3.12 an allocation can start a collection, so one runs inside this build; from
+    # 3.12 on the interpreter runs it at the next bytecode boundary, after the build.
+    if sys.version_info < (3, 12):
+        assert len(collections) - before > 0
     assert parts == _event("a")["candidates"][0]["content"]["parts"]
     assert result.function_calls[599] == {
         "id": "a599",

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 from google.genai import types as genai_types
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "aggregation.md"
@@ -107,6 +108,8 @@ def test_p13_every_part_kind_of_the_genai_part_type_is_in_the_spec_table_and_kep
 
 
 def test_e15_model_status_from_a_genai_response_and_from_dicts(impl: ModuleType) -> None:
+    if not hasattr(genai_types, "ModelStatus"):  # google-genai 1.x has no such type
+        pytest.skip("this google-genai has no types.ModelStatus")
     retire = datetime.datetime(2027, 6, 30, tzinfo=datetime.timezone.utc)
     response = genai_types.GenerateContentResponse(
         candidates=[genai_types.Candidate(content=genai_types.Content(role="model"))],
