@@ -47,7 +47,6 @@ import gc
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -63,7 +62,7 @@ from fastagg import GeminiClient, StreamAggregator
 from . import corpus, e2e
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    pass
 
 __all__ = ["Row", "concurrency_markdown", "measure"]
 
@@ -147,40 +146,12 @@ async def _serve(scale: float, seconds: float) -> None:
     await server.wait_closed()
 
 
-class Server:
+class Server(e2e.ServerProcess):
     """The server subprocess on loopback; a context manager (stops when its stdin closes)."""
 
     def __init__(self, scale: float, seconds: float = 0.0) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(e2e.ROOT), *sys.path])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benches.concurrency", "serve", repr(scale), repr(seconds)],
-            cwd=e2e.ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip():
-            self.close()
-            raise RuntimeError("the concurrency bench server did not start")
-        self.url = f"http://127.0.0.1:{int(line)}"
-
-    def close(self) -> None:
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        args = ["benches.concurrency", "serve", repr(scale), repr(seconds)]
+        super().__init__(args, "concurrency")
 
 
 # --------------------------------------------------------------------------

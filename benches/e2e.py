@@ -155,14 +155,14 @@ async def _serve(kind: str, scale: float) -> None:
     await stop()
 
 
-class Server:
-    """A server subprocess on loopback; a context manager."""
+class ServerProcess:
+    """A bench server subprocess on loopback (``python -m <args>``, which prints its port
+    and stops when its stdin closes); a context manager."""
 
-    def __init__(self, kind: str, scale: float) -> None:
-        self.kind = kind
+    def __init__(self, args: list[str], what: str) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benches.e2e", "serve", kind, repr(scale)],
+            [sys.executable, "-m", *args],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,
@@ -172,14 +172,15 @@ class Server:
         line = self.proc.stdout.readline()
         if not line.strip():
             self.close()
-            raise RuntimeError(f"the {kind} bench server did not start")
+            raise RuntimeError(f"the {what} bench server did not start")
         self.url = f"http://127.0.0.1:{int(line)}"
 
     def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -189,6 +190,14 @@ class Server:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Server(ServerProcess):
+    """The e2e bench's server of one ``kind`` writing the corpus at ``scale``."""
+
+    def __init__(self, kind: str, scale: float) -> None:
+        self.kind = kind
+        super().__init__(["benches.e2e", "serve", kind, repr(scale)], kind)
 
 
 # --------------------------------------------------------------------------
